@@ -1,0 +1,176 @@
+"""Reading and writing checkpoints in the transformers layout (config.json + safetensors).
+
+Loading is a name match: our modules carry the checkpoint's names. The only adaptations,
+kept here in one place:
+  * the encoder prefix differs by source (`longformer.`, `roberta.`, `bert.` or none) and by
+    what we build (a bare `LongformerModel` has none, the task models use `longformer.`);
+  * a bert/roberta checkpoint has no global projections: they start as copies of the local
+    ones (the paper's recipe), so the model computes what the short model computes;
+  * tied or derived entries (lm_head.decoder.*, embeddings.position_ids) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from .config import ConfigError, LongformerConfig
+
+ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
+SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.")
+SKIPPED = ("embeddings.position_ids", "lm_head.decoder.weight", "lm_head.decoder.bias")
+LOCAL_TO_GLOBAL = {"query.": "query_global.", "key.": "key_global.", "value.": "value_global."}
+
+# What each task model needs beyond the encoder, and how a user gets one.
+HEAD_KEYS = {
+    "LongformerForMaskedLM": ("lm_head.", "a masked-LM head"),
+    "LongformerForSequenceClassification": ("classifier.out_proj.", "a sequence-classification head"),
+    "LongformerForQuestionAnswering": ("qa_outputs.", "a question-answering head"),
+    "LongformerForTokenClassification": ("classifier.weight", "a token-classification head"),
+}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder lfcli cannot load; the message says what is wrong and where."""
+
+
+class MissingHead(CheckpointError):
+    """The checkpoint has an encoder but not the head the task needs."""
+
+
+def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
+    """All tensors of a checkpoint folder: model.safetensors (or its sharded index), else
+    pytorch_model.bin loaded with weights_only=True."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    single, index, legacy = folder / "model.safetensors", folder / "model.safetensors.index.json", folder / "pytorch_model.bin"
+    try:
+        if single.exists():
+            return load_file(str(single))
+        if index.exists():
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            state: dict[str, torch.Tensor] = {}
+            for shard in shards:
+                state.update(load_file(str(folder / shard)))
+            return state
+        if legacy.exists():
+            return torch.load(str(legacy), map_location="cpu", weights_only=True)
+    except (SafetensorError, OSError, RuntimeError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{folder}: the weights file is corrupt or unreadable ({exc})") from None
+    raise CheckpointError(f"{folder}: no weights file (expected model.safetensors or pytorch_model.bin)")
+
+
+def _split_prefix(name: str) -> tuple[bool, str]:
+    """(is an encoder weight, name without the source's encoder prefix)."""
+    for prefix in SOURCE_PREFIXES:
+        if name.startswith(prefix):
+            return True, name[len(prefix):]
+    return name.startswith(ENCODER_PARTS), name
+
+
+def to_model_names(state: dict[str, torch.Tensor], encoder_prefix: str) -> dict[str, torch.Tensor]:
+    """Rename a checkpoint's tensors to the names of the model we build."""
+    out: dict[str, torch.Tensor] = {}
+    for name, tensor in state.items():
+        is_encoder, bare = _split_prefix(name)
+        if bare in SKIPPED or name in SKIPPED:
+            continue
+        out[encoder_prefix + bare if is_encoder else name] = tensor
+    # Short models: global projections start as copies of the local ones.
+    for name in list(out):
+        if ".attention.self." in name:
+            for local, glob in LOCAL_TO_GLOBAL.items():
+                target = name.replace(".attention.self." + local, ".attention.self." + glob)
+                if target != name and target not in out:
+                    out[target] = out[name].clone()
+    return out
+
+
+def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
+    """Build `cls` (a Longformer model or head class) from a checkpoint folder."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder}: not a checkpoint folder (expected config.json and model.safetensors)")
+    try:
+        config = LongformerConfig.from_json_file(folder / "config.json")
+    except ConfigError as exc:
+        raise CheckpointError(f"{folder}: {exc}") from None
+    state = read_state_dict(folder)
+    model = cls(config)
+    prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
+    state = to_model_names(state, prefix)
+    expected = model.state_dict()
+    tied = {"lm_head.decoder.weight"}
+
+    head = HEAD_KEYS.get(cls.__name__)
+    if head and not any(k.startswith(head[0]) for k in state):
+        raise MissingHead(
+            f"{folder}: this checkpoint has no {head[1]} ({head[0].rstrip('.')}); "
+            "train one, or pick a checkpoint that has it (`lfcli models` lists the bundled ones)"
+        )
+    missing = sorted(k for k in expected if k not in state and k not in tied and not k.startswith("pooler."))
+    if missing:
+        raise CheckpointError(f"{folder}: weights missing from the checkpoint: {_names(missing)}")
+    # Head weights of another task are fine to ignore (e.g. the bare encoder of a QA model);
+    # unknown encoder weights are not.
+    unexpected = sorted(k for k in state if k not in expected and (k.startswith(prefix + "encoder.") or k.startswith(prefix + "embeddings.")))
+    if unexpected:
+        raise CheckpointError(f"{folder}: weights this model does not have: {_names(unexpected)}")
+    mismatched = [
+        f"{k} {tuple(state[k].shape)} vs {tuple(v.shape)}"
+        for k, v in expected.items()
+        if k in state and state[k].shape != v.shape
+    ]
+    if mismatched:
+        raise CheckpointError(f"{folder}: shapes differ from config.json: {_names(mismatched)}")
+    model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
+    model.tie_weights()
+    model.eval()
+    if dtype is not None or device is not None:
+        model.to(device=device, dtype=dtype)
+    return model
+
+
+def _names(items: list[str], most: int = 8) -> str:
+    shown = ", ".join(items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def save_pretrained(model, path) -> None:
+    """Write config.json and model.safetensors that transformers (and lfcli) load back."""
+    from safetensors.torch import save_file
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = model.config
+    config.extra["architectures"] = [type(model).__name__]
+    # lfcli's own fields (attention_dilation, attention_backend) are written too:
+    # transformers keeps unknown config keys and ignores them.
+    config.to_json_file(folder / "config.json")
+    state = {
+        k: v.detach().to("cpu").contiguous()
+        for k, v in model.state_dict().items()
+        if k != "lm_head.decoder.weight"  # tied to the word embeddings, as transformers saves it
+    }
+    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+
+
+def available_heads(path) -> list[str]:
+    """The task models a checkpoint folder can build, read from its tensor names only."""
+    from safetensors import safe_open
+
+    folder = Path(path)
+    single = folder / "model.safetensors"
+    if single.exists():
+        with safe_open(str(single), "pt") as f:
+            names = list(f.keys())
+    else:
+        names = list(read_state_dict(folder))
+    found = ["LongformerModel"]
+    for cls_name, (key, _) in HEAD_KEYS.items():
+        if any(_split_prefix(n)[1].startswith(key) for n in names):
+            found.append(cls_name)
+    return found

@@ -1,0 +1,428 @@
+"""The Longformer encoder and its task heads, in one file.
+
+Follows Beltagy, Peters & Cohan (2020), "Longformer: The Long-Document Transformer", and
+computes what transformers' `LongformerModel` computes for the same weights (see
+../shared/docs/longformer-reference.md). Module and parameter names are the checkpoint's,
+so loading a transformers checkpoint is a plain name match (models/checkpoint.py).
+
+Differences from transformers, none of which change the numbers:
+  * no padding to a multiple of the window: the attention kernels take any length;
+  * attention runs through `lfcli.kernels.banded_attention` (chunked on CPU, Triton on CUDA);
+  * global rows fold key_global/value_global into the few global queries when that is
+    cheaper than projecting every position (see `LongformerSelfAttention.global_rows`);
+  * per-head dilation (`attention_dilation`), which the published PyTorch model lacks.
+Classes read bottom-up: embeddings, attention, layer, encoder, model, heads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from lfcli.kernels import banded_attention, dilation_per_head, resolve_backend
+from lfcli.kernels.chunked import global_columns
+
+from .config import LongformerConfig
+
+ACT2FN = {"gelu": F.gelu, "relu": F.relu, "gelu_new": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu}
+
+
+class SequenceTooLong(ValueError):
+    """Input longer than the model's position table."""
+
+
+class LongformerEmbeddings(nn.Module):
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.pad_token_id = config.pad_token_id
+        self.bert_style_positions = config.bert_style_positions
+
+    def position_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if self.bert_style_positions:
+            return torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        # RoBERTa: real tokens count from pad_token_id + 1, pad tokens sit at pad_token_id.
+        real = input_ids.ne(self.pad_token_id).long()
+        return torch.cumsum(real, dim=1) * real + self.pad_token_id
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = (
+            self.word_embeddings(input_ids)
+            + self.position_embeddings(self.position_ids(input_ids))
+            + self.token_type_embeddings(token_type_ids)
+        )
+        return self.dropout(self.LayerNorm(x))
+
+
+class LongformerSelfAttention(nn.Module):
+    """Sliding-window attention with the local projections, plus global attention with the
+    global projections for the task-chosen tokens (paper section 3.1)."""
+
+    def __init__(self, config: LongformerConfig, layer_id: int):
+        super().__init__()
+        hidden = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.head_dim
+        self.query = nn.Linear(hidden, hidden)
+        self.key = nn.Linear(hidden, hidden)
+        self.value = nn.Linear(hidden, hidden)
+        self.query_global = nn.Linear(hidden, hidden)
+        self.key_global = nn.Linear(hidden, hidden)
+        self.value_global = nn.Linear(hidden, hidden)
+        self.attention_window = config.attention_windows[layer_id]
+        self.register_buffer(
+            "dilation", dilation_per_head(config.attention_dilations[layer_id], self.num_heads), persistent=False
+        )
+        self.dropout_p = config.attention_probs_dropout_prob
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, n, _ = x.shape
+        return x.view(B, n, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, n, D)
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,  # (B, n, hidden)
+        key_padding_mask: torch.Tensor,  # (B, n) True = padding
+        is_global: torch.Tensor,  # (B, n) True = global (never padding)
+        global_index: torch.Tensor,  # (B, G) positions of global tokens, left-aligned
+        global_valid: torch.Tensor,  # (B, G) False for empty slots
+        backend: str,
+    ) -> torch.Tensor:
+        B, n, hidden = hidden_states.shape
+        q = self._heads(self.query(hidden_states) / math.sqrt(self.head_dim))
+        k = self._heads(self.key(hidden_states))
+        v = self._heads(self.value(hidden_states))
+        dropout_p = self.dropout_p if self.training else 0.0
+        out = banded_attention(
+            q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend
+        )  # (B, H, n, D)
+        if global_index.shape[1]:
+            rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p)  # (B, H, G, D)
+            index = global_index[:, None, :, None].expand_as(rows)
+            # Empty slots point at non-global positions; the `where` below ignores them.
+            scattered = torch.zeros_like(out).scatter(2, index, rows)
+            out = torch.where(is_global[:, None, :, None], scattered, out)
+        return out.transpose(1, 2).reshape(B, n, hidden)
+
+    def global_rows(
+        self, hidden_states: torch.Tensor, key_padding_mask: torch.Tensor, global_index: torch.Tensor, dropout_p: float
+    ) -> torch.Tensor:
+        """Global queries attend to every non-padding key with query/key/value_global.
+
+        Projecting every position with key_global and value_global costs 4*n*hidden^2 FLOPs.
+        Both are linear, so with G global tokens we can instead move them to the query side:
+            q . (W_k h_j + b_k) = (W_k^T q) . h_j + q . b_k
+            sum_j p_j (W_v h_j + b_v) = W_v (sum_j p_j h_j) + b_v sum_j p_j
+        which costs about 4*n*hidden*G*H FLOPs: cheaper whenever G*H < hidden (e.g. one
+        [CLS] token: 12 vs 768). Otherwise project all positions as transformers does.
+        Returns (B, H, G, D).
+        """
+        B, n, hidden = hidden_states.shape
+        H, D = self.num_heads, self.head_dim
+        G = global_index.shape[1]
+        h_global = torch.gather(hidden_states, 1, global_index[:, :, None].expand(B, G, hidden))
+        q = self.query_global(h_global).view(B, G, H, D).transpose(1, 2) / math.sqrt(D)  # (B, H, G, D)
+        neg = torch.finfo(torch.float32).min
+        if G * H < hidden:
+            w_k = self.key_global.weight.view(H, D, hidden)
+            w_v = self.value_global.weight.view(H, D, hidden)
+            q_hidden = torch.einsum("bhgd,hde->bhge", q, w_k)  # (B, H, G, hidden)
+            scores = torch.matmul(q_hidden.reshape(B, H * G, hidden), hidden_states.transpose(1, 2))
+            scores = scores.view(B, H, G, n) + torch.einsum("bhgd,hd->bhg", q, self.key_global.bias.view(H, D))[..., None]
+            probs = torch.softmax(scores.float().masked_fill(key_padding_mask[:, None, None, :], neg), dim=-1)
+            probs = F.dropout(probs.to(q.dtype), p=dropout_p, training=dropout_p > 0)
+            context = torch.matmul(probs.reshape(B, H * G, n), hidden_states).view(B, H, G, hidden)
+            out = torch.einsum("bhge,hde->bhgd", context, w_v)
+            return out + self.value_global.bias.view(1, H, 1, D) * probs.sum(-1, keepdim=True)
+        k = self._heads(self.key_global(hidden_states))
+        v = self._heads(self.value_global(hidden_states))
+        scores = torch.matmul(q, k.transpose(-1, -2)).float()
+        probs = torch.softmax(scores.masked_fill(key_padding_mask[:, None, None, :], neg), dim=-1)
+        probs = F.dropout(probs.to(q.dtype), p=dropout_p, training=dropout_p > 0)
+        return torch.matmul(probs, v)
+
+
+class LongformerSelfOutput(nn.Module):
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class LongformerAttention(nn.Module):
+    def __init__(self, config: LongformerConfig, layer_id: int):
+        super().__init__()
+        self.self = LongformerSelfAttention(config, layer_id)
+        self.output = LongformerSelfOutput(config)
+
+    def forward(self, hidden_states: torch.Tensor, *masks) -> torch.Tensor:
+        return self.output(self.self(hidden_states, *masks), hidden_states)
+
+
+class LongformerIntermediate(nn.Module):
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return self.act(self.dense(hidden_states))
+
+
+class LongformerOutput(LongformerSelfOutput):
+    def __init__(self, config: LongformerConfig):
+        super().__init__(config)
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+
+
+class LongformerLayer(nn.Module):
+    def __init__(self, config: LongformerConfig, layer_id: int):
+        super().__init__()
+        self.attention = LongformerAttention(config, layer_id)
+        self.intermediate = LongformerIntermediate(config)
+        self.output = LongformerOutput(config)
+
+    def forward(self, hidden_states: torch.Tensor, *masks) -> torch.Tensor:
+        attention_output = self.attention(hidden_states, *masks)
+        return self.output(self.intermediate(attention_output), attention_output)
+
+
+class LongformerEncoder(nn.Module):
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(LongformerLayer(config, i) for i in range(config.num_hidden_layers))
+        self.gradient_checkpointing = False
+
+    def forward(self, hidden_states: torch.Tensor, *masks) -> torch.Tensor:
+        for layer in self.layer:
+            if self.gradient_checkpointing and self.training:
+                hidden_states = checkpoint(layer, hidden_states, *masks, use_reentrant=False)
+            else:
+                hidden_states = layer(hidden_states, *masks)
+        return hidden_states
+
+
+class LongformerPooler(nn.Module):
+    """[CLS] -> dense -> tanh. Loaded for completeness; no task head here uses it."""
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden_states[:, 0]))
+
+
+class LongformerPreTrainedModel(nn.Module):
+    """Weight init, checkpoint I/O and backend choice shared by the model and the heads."""
+
+    config: LongformerConfig
+    base_model_prefix = "longformer"
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.config = config
+        # An explicit backend choice (CLI flag / API argument); None defers to the env var,
+        # then to config.attention_backend. See lfcli.kernels.attention.
+        self.attention_backend: str | None = None
+
+    def _init_weights(self, module: nn.Module) -> None:
+        std = self.config.initializer_range
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=std)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def post_init(self) -> None:
+        self.apply(self._init_weights)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        pass
+
+    def set_gradient_checkpointing(self, enabled: bool = True) -> None:
+        for module in self.modules():
+            if isinstance(module, LongformerEncoder):
+                module.gradient_checkpointing = enabled
+
+    @classmethod
+    def from_pretrained(cls, path, **kwargs):
+        from .checkpoint import load_pretrained
+
+        return load_pretrained(cls, path, **kwargs)
+
+    def save_pretrained(self, path) -> None:
+        from .checkpoint import save_pretrained
+
+        save_pretrained(self, path)
+
+
+class LongformerModel(LongformerPreTrainedModel):
+    """The bare encoder: input ids -> last hidden states (B, n, hidden)."""
+
+    base_model_prefix = ""
+
+    def __init__(self, config: LongformerConfig, add_pooling_layer: bool = True):
+        super().__init__(config)
+        self.embeddings = LongformerEmbeddings(config)
+        self.encoder = LongformerEncoder(config)
+        self.pooler = LongformerPooler(config) if add_pooling_layer else None
+        self.post_init()
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        global_attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        B, n = input_ids.shape
+        if n > self.config.max_tokens:
+            raise SequenceTooLong(
+                f"input of {n} tokens is longer than this model's {self.config.max_tokens} positions "
+                "(max_position_embeddings); split the document into windows (the lfcli pipelines do this)"
+            )
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        key_padding_mask = attention_mask == 0
+        if global_attention_mask is None:
+            is_global = torch.zeros_like(key_padding_mask)
+        else:
+            is_global = global_attention_mask.bool() & ~key_padding_mask  # padding wins over global
+        global_index, global_valid = global_columns(is_global)
+        backend = resolve_backend(self.attention_backend, self.config.attention_backend, input_ids.device)
+        hidden_states = self.embeddings(input_ids, token_type_ids)
+        return self.encoder(hidden_states, key_padding_mask, is_global, global_index, global_valid, backend)
+
+
+class LongformerLMHead(nn.Module):
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.layer_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)  # tied to word embeddings
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        x = self.layer_norm(F.gelu(self.dense(features)))
+        return self.decoder(x) + self.bias
+
+
+class LongformerForMaskedLM(LongformerPreTrainedModel):
+    """MLM head; no automatic global attention (pretraining uses none)."""
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__(config)
+        self.longformer = LongformerModel(config, add_pooling_layer=False)
+        self.lm_head = LongformerLMHead(config)
+        self.post_init()
+
+    def tie_weights(self) -> None:
+        self.lm_head.decoder.weight = self.longformer.embeddings.word_embeddings.weight
+
+    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None):
+        return self.lm_head(self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids))
+
+
+class LongformerClassificationHead(nn.Module):
+    def __init__(self, config: LongformerConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.out_proj = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        x = self.dropout(hidden_states[:, 0])  # the first token (<s> / [CLS])
+        x = self.dropout(torch.tanh(self.dense(x)))
+        return self.out_proj(x)
+
+
+class LongformerForSequenceClassification(LongformerPreTrainedModel):
+    """Document label from the first token, which is global when no mask is given."""
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__(config)
+        self.longformer = LongformerModel(config, add_pooling_layer=False)
+        self.classifier = LongformerClassificationHead(config)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None):
+        if global_attention_mask is None:
+            global_attention_mask = torch.zeros_like(input_ids)
+            global_attention_mask[:, 0] = 1
+        return self.classifier(self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids))
+
+
+def question_global_attention_mask(input_ids: torch.Tensor, sep_token_id: int) -> torch.Tensor:
+    """Global attention on every token before the first separator (<s> + question).
+
+    transformers asserts exactly three separators per sample; here a sample without one
+    gets global attention on its first token only.
+    """
+    is_sep = input_ids == sep_token_id
+    n = input_ids.shape[1]
+    first_sep = torch.where(is_sep.any(dim=1), is_sep.int().argmax(dim=1), torch.ones_like(is_sep[:, 0], dtype=torch.long))
+    return (torch.arange(n, device=input_ids.device)[None, :] < first_sep[:, None]).long()
+
+
+class LongformerForQuestionAnswering(LongformerPreTrainedModel):
+    """Extractive QA: start and end logits for every token."""
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__(config)
+        self.longformer = LongformerModel(config, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(config.hidden_size, 2)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None):
+        if global_attention_mask is None:
+            global_attention_mask = question_global_attention_mask(input_ids, self.config.sep_token_id)
+        logits = self.qa_outputs(self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids))
+        start_logits, end_logits = logits.unbind(dim=-1)
+        return start_logits, end_logits
+
+
+class LongformerForTokenClassification(LongformerPreTrainedModel):
+    """A label per token; no automatic global attention."""
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__(config)
+        self.longformer = LongformerModel(config, add_pooling_layer=False)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None):
+        hidden = self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids)
+        return self.classifier(self.dropout(hidden))
+
+
+ARCHITECTURES = {
+    cls.__name__: cls
+    for cls in (
+        LongformerModel,
+        LongformerForMaskedLM,
+        LongformerForSequenceClassification,
+        LongformerForQuestionAnswering,
+        LongformerForTokenClassification,
+    )
+}
