@@ -4,6 +4,7 @@ from .checkpoint import CheckpointError, MissingHead, available_heads, load_pret
 from .config import ConfigError, LongformerConfig
 from .longformer import (
     ARCHITECTURES,
+    LongformerForCoreference,
     LongformerForMaskedLM,
     LongformerForQuestionAnswering,
     LongformerForSequenceClassification,
@@ -18,6 +19,7 @@ __all__ = [
     "CheckpointError",
     "ConfigError",
     "LongformerConfig",
+    "LongformerForCoreference",
     "LongformerForMaskedLM",
     "LongformerForQuestionAnswering",
     "LongformerForSequenceClassification",

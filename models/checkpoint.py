@@ -29,6 +29,7 @@ HEAD_KEYS = {
     "LongformerForSequenceClassification": ("classifier.out_proj.", "a sequence-classification head"),
     "LongformerForQuestionAnswering": ("qa_outputs.", "a question-answering head"),
     "LongformerForTokenClassification": ("classifier.weight", "a token-classification head"),
+    "LongformerForCoreference": ("mention_s2e_classifier.", "a coreference head"),
 }
 
 

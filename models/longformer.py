@@ -416,6 +416,93 @@ class LongformerForTokenClassification(LongformerPreTrainedModel):
         return self.classifier(self.dropout(hidden))
 
 
+class CorefMLP(nn.Module):
+    def __init__(self, in_size: int, out_size: int, dropout: float):
+        super().__init__()
+        self.dense = nn.Linear(in_size, out_size)
+        self.layer_norm = nn.LayerNorm(out_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.layer_norm(F.gelu(self.dense(x))))
+
+
+class LongformerForCoreference(LongformerPreTrainedModel):
+    """Start-to-end coreference (Kirstain, Ram & Levy 2021, "Coreference Resolution without
+    Span Representations"): a mention is scored from its start and end token vectors, an
+    antecedent pair by four bilinear terms between their starts and ends. No global attention.
+
+    config.extra["coref"] may set ffnn_size (default: hidden size) and max_span_width (30).
+    """
+
+    def __init__(self, config: LongformerConfig):
+        super().__init__(config)
+        coref = config.extra.get("coref", {})
+        size = int(coref.get("ffnn_size", config.hidden_size))
+        self.max_span_width = int(coref.get("max_span_width", 30))
+        self.top_lambda = float(coref.get("top_lambda", 0.4))  # mentions kept per token
+        self.longformer = LongformerModel(config, add_pooling_layer=False)
+        p = config.hidden_dropout_prob
+        self.start_mention_mlp = CorefMLP(config.hidden_size, size, p)
+        self.end_mention_mlp = CorefMLP(config.hidden_size, size, p)
+        self.start_coref_mlp = CorefMLP(config.hidden_size, size, p)
+        self.end_coref_mlp = CorefMLP(config.hidden_size, size, p)
+        self.mention_start_classifier = nn.Linear(size, 1)
+        self.mention_end_classifier = nn.Linear(size, 1)
+        self.mention_s2e_classifier = nn.Linear(size, size)
+        self.antecedent_s2s_classifier = nn.Linear(size, size)
+        self.antecedent_e2e_classifier = nn.Linear(size, size)
+        self.antecedent_s2e_classifier = nn.Linear(size, size)
+        self.antecedent_e2s_classifier = nn.Linear(size, size)
+        self.post_init()
+
+    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None, mention_mask=None):
+        """mention_mask: (B, n) bool, tokens that may start or end a mention (default: all
+        non-padding tokens). Returns, per sample, the top mentions and their pair scores:
+        spans (B, K, 2) token positions [start, end] inclusive, valid (B, K), and
+        antecedent_scores (B, K, K) with -inf where j is not an earlier valid mention of i."""
+        hidden = self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids)
+        B, n, _ = hidden.shape
+        if mention_mask is None:
+            mention_mask = attention_mask.bool() if attention_mask is not None else torch.ones_like(input_ids, dtype=torch.bool)
+        start_m, end_m = self.start_mention_mlp(hidden), self.end_mention_mlp(hidden)
+        width = min(self.max_span_width, n)
+        # Candidate (start i, end i + w) for w < width; only spans inside the mention mask.
+        ends = torch.arange(n, device=hidden.device)[:, None] + torch.arange(width, device=hidden.device)[None, :]
+        in_range = ends < n
+        ends = ends.clamp(max=n - 1)  # (n, W)
+        ok = in_range[None] & mention_mask[:, :, None] & mention_mask[:, None, :].expand(B, n, n).gather(
+            2, ends[None].expand(B, n, width)
+        )
+        end_vecs = end_m[:, ends]  # (B, n, W, size)
+        scores = (
+            self.mention_start_classifier(start_m)  # (B, n, 1)
+            + self.mention_end_classifier(end_vecs).squeeze(-1)  # (B, n, W)
+            + torch.einsum("bis,biws->biw", self.mention_s2e_classifier(start_m), end_vecs)
+        ).masked_fill(~ok, float("-inf"))
+        real = mention_mask.sum(dim=1)
+        k = max(1, int(self.top_lambda * int(real.max()))) if real.numel() else 1
+        k = min(k, n * width)
+        top_scores, flat = scores.view(B, -1).topk(k, dim=1)
+        starts, offs = flat // width, flat % width
+        order = (starts * width + offs).argsort(dim=1)  # mentions in text order
+        starts, offs, top_scores = starts.gather(1, order), offs.gather(1, order), top_scores.gather(1, order)
+        span_ends = starts + offs
+        valid = torch.isfinite(top_scores)
+        s_c = self.start_coref_mlp(hidden).gather(1, starts[..., None].expand(-1, -1, start_m.shape[-1]))
+        e_c = self.end_coref_mlp(hidden).gather(1, span_ends[..., None].expand(-1, -1, start_m.shape[-1]))
+        pair = (
+            torch.matmul(self.antecedent_s2s_classifier(s_c), s_c.transpose(1, 2))
+            + torch.matmul(self.antecedent_e2e_classifier(e_c), e_c.transpose(1, 2))
+            + torch.matmul(self.antecedent_s2e_classifier(s_c), e_c.transpose(1, 2))
+            + torch.matmul(self.antecedent_e2s_classifier(e_c), s_c.transpose(1, 2))
+        )  # (B, K, K): row i = mention, column j = candidate antecedent
+        pair = pair + top_scores.masked_fill(~valid, 0)[:, :, None] + top_scores.masked_fill(~valid, 0)[:, None, :]
+        earlier = torch.ones(k, k, dtype=torch.bool, device=hidden.device).tril(-1)
+        allowed = earlier[None] & valid[:, :, None] & valid[:, None, :]
+        return torch.stack([starts, span_ends], dim=-1), valid, pair.masked_fill(~allowed, float("-inf"))
+
+
 ARCHITECTURES = {
     cls.__name__: cls
     for cls in (
@@ -424,5 +511,6 @@ ARCHITECTURES = {
         LongformerForSequenceClassification,
         LongformerForQuestionAnswering,
         LongformerForTokenClassification,
+        LongformerForCoreference,
     )
 }

@@ -1,0 +1,5 @@
+"""`python -m lfcli` is the `lfcli` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,302 @@
+"""The `lfcli` command: classify | qa | embed | corefs | models | convert | pretrain-continue.
+
+Data goes to stdout (or -o FILE), progress and messages to stderr. Exit codes: 0 ok, 1 bad
+input, 2 bad usage. Tracebacks only with LFCLI_DEBUG=1. torch is imported only when a
+command runs, so `lfcli --help` answers at once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from . import __version__
+
+app = typer.Typer(
+    name="lfcli",
+    help="Longformer over long documents: labels, answers, vectors and coreference chains.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+# -- options shared by the task commands ----------------------------------------------------
+Inputs = Annotated[List[str], typer.Argument(help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json or .parquet (default: JSONL on stdout).")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled model name (see `lfcli models`) or checkpoint folder.")]
+TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
+IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Id field/column (default: 'id' when present, else the row number).")]
+Glob = Annotated[Optional[str], typer.Option("--glob", "-g", help="Only files in folders matching this pattern, e.g. '*.txt'.")]
+BatchSize = Annotated[int, typer.Option("--batch-size", "-b", help="Most windows per batch.")]
+MaxTokens = Annotated[int, typer.Option("--max-tokens", "-t", help="Token budget per batch (longest window x batch size).")]
+MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]
+Device = Annotated[str, typer.Option("--device", "-d", help="cpu, cuda, cuda:1, ...")]
+Dtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")]
+Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
+Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
+Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file.")]
+Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: skip ids already in the output.")]
+OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on; fail: stop at the first bad document.")]
+Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or summary on stderr.")]
+EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
+InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
+
+
+def _version(value: bool):
+    if value:
+        typer.echo(f"lfcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version.")] = False,
+):
+    """Longformer over long documents from the shell."""
+
+
+def _fail(message: str, code: int):
+    typer.echo(f"lfcli: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _guarded(fn):
+    """Turn lfcli's known errors into one line on stderr and the right exit code."""
+    if os.environ.get("LFCLI_DEBUG") == "1":
+        return fn()
+    from lfcli.pipelines.errors import LfcliError
+
+    try:
+        return fn()
+    except LfcliError as exc:
+        _fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        _fail("interrupted (rerun with --resume to continue)", 130)
+    except BrokenPipeError:
+        raise typer.Exit(0)
+    except (ValueError, OSError) as exc:  # bad checkpoints, configs, paths: bad input
+        _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 1)
+    except Exception as exc:  # noqa: BLE001 - last resort: still one line, no traceback
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set LFCLI_DEBUG=1 for a traceback)", 1)
+
+
+def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, read: dict, job: dict, pipe_opts: dict):
+    from lfcli.pipelines.progress import progress_reporter
+    from lfcli.pipelines.readers import iter_documents
+    from lfcli.pipelines.runner import Pipeline
+    from lfcli.pipelines.writers import open_writer
+
+    resume, force, on_error = job["resume"], job["force"], job["on_error"]
+    if resume and force:
+        from lfcli.pipelines.errors import UsageError
+
+        raise UsageError("--resume and --force contradict each other; pick one")
+    if on_error not in ("skip", "fail"):
+        from lfcli.pipelines.errors import UsageError
+
+        raise UsageError("--on-error must be skip or fail")
+    pipe = Pipeline(task, **pipe_opts)
+    with open_writer(output, schema=pipe.task.schema(), resume=resume, force=force) as writer, progress_reporter(
+        quiet
+    ) as report:
+        docs = iter_documents(inputs, **read)
+        for row in pipe.run(docs, skip_ids=writer.done_ids, on_error=on_error, progress=report):
+            writer.write(row)
+    stats = pipe.stats
+    if not quiet:
+        import time
+
+        dt = max(time.perf_counter() - stats.started, 1e-9)
+        skipped = f", {len(writer.done_ids)} already done" if writer.done_ids else ""
+        typer.echo(
+            f"lfcli: {stats.docs} documents ({stats.errors} with errors{skipped}) in {dt:.1f} s: "
+            f"{stats.docs / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s",
+            err=True,
+        )
+
+
+def _common(
+    inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length, device, dtype,
+    attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format,
+):
+    read = dict(text_column=text_column, id_column=id_column, glob=glob, encoding_errors=encoding_errors, input_format=input_format)
+    job = dict(force=force, resume=resume, on_error=on_error)
+    pipe = dict(
+        model=model, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
+        batch_size=batch_size, max_tokens=max_tokens, global_policy=global_,
+    )
+    return read, job, pipe
+
+
+def _parse_labels(labels: str | None, labels_file: str | None) -> list[tuple[str, str]] | None:
+    from lfcli.pipelines.errors import InputError, UsageError
+
+    if labels and labels_file:
+        raise UsageError("give --labels or --labels-file, not both")
+    if labels is not None:
+        out = [(x.strip(), "") for x in labels.split(",") if x.strip()]
+    elif labels_file is not None:
+        try:
+            lines = Path(labels_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{labels_file}: cannot read the labels file ({exc})") from None
+        out = []
+        for line in lines:
+            if line.strip() and not line.lstrip().startswith("#"):
+                name, _, desc = line.partition(":")
+                out.append((name.strip(), desc.strip()))
+    else:
+        return None
+    if not out:
+        raise UsageError("no labels given")
+    return out
+
+
+@app.command()
+def classify(
+    inputs: Inputs,
+    output: Output = None,
+    model: Model = None,
+    labels: Annotated[Optional[str], typer.Option("--labels", help="Zero-shot: comma-separated labels, e.g. 'sports,politics,science'.")] = None,
+    labels_file: Annotated[Optional[str], typer.Option("--labels-file", help="Zero-shot: one label per line, optionally 'label: description'.")] = None,
+    temperature: Annotated[float, typer.Option("--temperature", help="Zero-shot softmax temperature over cosine similarities.")] = 0.05,
+    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
+    batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
+    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+):
+    """Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed)."""
+
+    def go():
+        read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+        parsed = _parse_labels(labels, labels_file)
+        if parsed is not None:
+            pipe.update(labels=parsed, temperature=temperature)
+        _run_task("classify", inputs, output, quiet, read, job, pipe)
+
+    _guarded(go)
+
+
+@app.command()
+def qa(
+    inputs: Inputs,
+    question: Annotated[Optional[str], typer.Option("--question", "-q", help="The question (else each record's 'question' field).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many answers per document.")] = 1,
+    output: Output = None, model: Model = None,
+    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
+    batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
+    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+):
+    """Answer a question from each document: id, question, answer, start, end, score."""
+
+    def go():
+        read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+        if top_k < 1:
+            from lfcli.pipelines.errors import UsageError
+
+            raise UsageError("--top-k must be at least 1")
+        pipe.update(question=question, top_k=top_k)
+        _run_task("qa", inputs, output, quiet, read, job, pipe)
+
+    _guarded(go)
+
+
+@app.command()
+def embed(
+    inputs: Inputs,
+    output: Output = None, model: Model = None,
+    pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean or cls (default: the model's, else mean).")] = None,
+    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="L2-normalise (default: the model's, else yes).")] = None,
+    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
+    batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
+    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+):
+    """Document vectors: id, embedding, n_tokens."""
+
+    def go():
+        read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+        if pooling is not None and pooling not in ("mean", "cls"):
+            from lfcli.pipelines.errors import UsageError
+
+            raise UsageError("--pooling must be mean or cls")
+        pipe.update(pooling=pooling, normalize=normalize)
+        _run_task("embed", inputs, output, quiet, read, job, pipe)
+
+    _guarded(go)
+
+
+@app.command()
+def corefs(
+    inputs: Inputs,
+    output: Output = None, model: Model = None,
+    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
+    batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
+    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+):
+    """Coreference chains: id, clusters of {start, end, text} character spans."""
+
+    def go():
+        read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+        _run_task("corefs", inputs, output, quiet, read, job, pipe)
+
+    _guarded(go)
+
+
+@app.command()
+def models():
+    """List the bundled models and the task heads each has."""
+
+    def go():
+        from lfcli.pipelines.catalog import list_models
+
+        for m in list_models():
+            status = "ready" if m["available"] is None else f"unavailable: {m['available']}"
+            typer.echo(f"{m['name']}{' (default)' if m['default'] else ''}\t{m['description']}")
+            typer.echo(f"    tasks: {', '.join(m['tasks'])}\n    {status}")
+
+    _guarded(go)
+
+
+@app.command()
+def convert(
+    src: Annotated[str, typer.Argument(help="A BERT, RoBERTa or Longformer checkpoint folder (transformers layout).")],
+    out: Annotated[str, typer.Argument(help="Where to write the Longformer checkpoint.")],
+    max_positions: Annotated[int, typer.Option("--max-positions", help="Tokens the long model takes.")] = 4096,
+    attention_window: Annotated[int, typer.Option("--attention-window", help="Full window (even).")] = 512,
+    force: Force = False,
+):
+    """Make a long model from a short one (the paper's recipe): tiled positions, global
+    projections copied from the local ones."""
+
+    def go():
+        from lfcli.pipelines.catalog import convert_checkpoint
+
+        path = convert_checkpoint(src, out, max_positions=max_positions, attention_window=attention_window, force=force)
+        typer.echo(f"lfcli: wrote {path}", err=True)
+
+    _guarded(go)
+
+
+def main():
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""What models there are, and making long ones: the pipelines' view of lfcli.models."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .errors import InputError, UsageError
+
+# Which task each checkpoint class serves (classify also runs zero-shot on a bare encoder).
+TASKS_BY_CLASS = {
+    "LongformerModel": ["embed", "classify --labels (zero-shot)"],
+    "LongformerForSequenceClassification": ["classify"],
+    "LongformerForQuestionAnswering": ["qa"],
+    "LongformerForCoreference": ["corefs"],
+    "LongformerForMaskedLM": ["pretrain-continue"],
+}
+
+
+def list_models() -> list[dict]:
+    """The bundled models: name, description, whether usable here, and their tasks."""
+    from lfcli.models.bundled import BUNDLED, DEFAULT_MODEL, bundled_available
+
+    out = []
+    for name, entry in BUNDLED.items():
+        heads = getattr(entry, "heads", None) or ["LongformerModel"]
+        tasks = [t for h in heads for t in TASKS_BY_CLASS.get(h, [])]
+        out.append(
+            {
+                "name": name,
+                "default": name == DEFAULT_MODEL,
+                "description": entry.description,
+                "available": bundled_available(name),
+                "tasks": tasks,
+            }
+        )
+    return out
+
+
+def convert_checkpoint(src: str, out: str, *, max_positions: int, attention_window: int, force: bool) -> Path:
+    """`lfcli convert`: a BERT/RoBERTa/Longformer checkpoint -> a long Longformer checkpoint."""
+    from lfcli.models import CheckpointError
+    from lfcli.models.convert import convert_to_long
+
+    target = Path(out)
+    if target.exists() and any(target.iterdir()) if target.is_dir() else target.exists():
+        if not force:
+            raise UsageError(f"{out} exists; pass --force to overwrite")
+    if attention_window <= 0 or attention_window % 2:
+        raise UsageError(f"--attention-window must be a positive even number, got {attention_window}")
+    if max_positions <= 0:
+        raise UsageError(f"--max-positions must be positive, got {max_positions}")
+    try:
+        return convert_to_long(
+            src, out, max_positions, attention_window, overwrite=force,
+            on_note=lambda msg: print(f"lfcli: note: {msg}", file=sys.stderr),
+        )
+    except CheckpointError as exc:
+        raise InputError(str(exc)) from None

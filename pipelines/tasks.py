@@ -1,0 +1,383 @@
+"""The tasks: how a document becomes model windows, and how window outputs become a row.
+
+Every task follows the same three steps, driven by pipelines/runner.py:
+  prepare(doc)            -> the document's windows (model inputs) and what finish() needs
+  forward(model, batch)   -> one small CPU result per window (never the hidden states of a
+                             whole batch kept around: memory stays bounded)
+  finish(doc, results)    -> the output row
+
+Long documents are never truncated: they are cut into overlapping windows (see
+tokenize.plan_windows) and the window results are combined:
+  embed     mean pooling counts each token once, in the window where it sits furthest from
+            an edge (tokenize.owned_ranges); cls pooling averages the windows' first-token
+            vectors weighted by how many tokens each window owns.
+  classify  class probabilities averaged over windows, weighted the same way.
+  qa        every window proposes spans; the best-scoring spans over all windows win.
+  corefs    clusters found in each window are merged when they share a mention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+from .policies import global_positions
+from .readers import Document
+from .tokenize import DocumentTokenizer, Encoded, Window, owned_ranges, plan_windows
+
+
+@dataclass
+class Item:
+    """One window of one document, ready for the model."""
+
+    doc: int  # index of the document in the current chunk
+    window: Window
+    global_positions: list[int]
+    owned: tuple[int, int]  # content tokens [lo, hi) this window speaks for
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.window.input_ids)
+
+
+@dataclass
+class Prepared:
+    encoded: Encoded
+    items: list[Item]
+    extra: dict = field(default_factory=dict)
+
+
+def _windows(
+    tok: DocumentTokenizer, doc_index: int, text: str, policy: str, overlap_fraction: float, question: list[int] | None = None
+) -> Prepared:
+    encoded = tok.encode(text)
+    if not encoded.ids:
+        raise InputError("the document has no tokens")
+    size = tok.content_budget(len(question) if question else 0)
+    spans = plan_windows(len(encoded.ids), size, int(size * overlap_fraction))
+    items = []
+    for span, owned in zip(spans, owned_ranges(spans)):
+        window = tok.window(encoded.ids, span, question)
+        items.append(Item(doc_index, window, global_positions(policy, window, text, encoded.offsets), owned))
+    return Prepared(encoded, items)
+
+
+def _owned_positions(item: Item) -> tuple[int, int]:
+    """Positions in the window of the content tokens the window owns."""
+    s = item.window.span[0]
+    return item.window.content_start + item.owned[0] - s, item.window.content_start + item.owned[1] - s
+
+
+class Task:
+    name = ""
+    model_class = ""  # name in lfcli.models.ARCHITECTURES
+    overlap_fraction = 0.25
+
+    def __init__(self, tokenizer: DocumentTokenizer, policy: str, **options: Any):
+        self.tok = tokenizer
+        self.policy = policy
+        self.options = options
+
+    def setup(self, model, run_batch) -> None:
+        """Called once with the loaded model (e.g. to embed zero-shot labels)."""
+
+    def prepare(self, doc_index: int, doc: Document) -> Prepared:
+        return _windows(self.tok, doc_index, doc.text, self.policy, self.overlap_fraction)
+
+    def model_inputs(self, items: list[Item]) -> dict:
+        return {}
+
+    def forward(self, model, batch: dict, items: list[Item]) -> list[Any]:
+        raise NotImplementedError
+
+    def finish(self, doc: Document, prepared: Prepared, results: list[Any]) -> dict:
+        raise NotImplementedError
+
+    def schema(self):
+        raise NotImplementedError
+
+    @staticmethod
+    def error_row(doc: Document, message: str) -> dict:
+        return {"id": doc.id, "error": message}
+
+
+class EmbedTask(Task):
+    """Document vectors. Rows: id, embedding, n_tokens."""
+
+    name = "embed"
+    model_class = "LongformerModel"
+
+    def __init__(self, tokenizer, policy, pooling: str = "mean", normalize: bool = True):
+        super().__init__(tokenizer, policy)
+        if pooling not in ("mean", "cls"):
+            raise ValueError(f"pooling must be mean or cls, got {pooling!r}")
+        self.pooling, self.normalize = pooling, normalize
+
+    def setup(self, model, run_batch):
+        self.dim = model.config.hidden_size
+
+    def forward(self, model, batch, items):
+        import torch
+
+        hidden = model(**batch).float()  # (B, n, hidden)
+        out = []
+        for b, item in enumerate(items):
+            n = len(item)
+            lo, hi = _owned_positions(item)
+            # The window's special tokens and the content tokens it owns (a single window owns
+            # every token, which is exactly sentence-transformers' mean pooling).
+            keep = torch.zeros(n, dtype=torch.bool)
+            keep[lo:hi] = True
+            keep[: item.window.content_start] = True
+            keep[item.window.content_start + item.window.span[1] - item.window.span[0]: n] = True
+            vectors = hidden[b, :n][keep]
+            out.append((vectors.sum(0), int(keep.sum()), hidden[b, 0], item.owned[1] - item.owned[0]))
+        return out
+
+    def pool(self, results) -> "list[float]":
+        import torch
+
+        if self.pooling == "mean":
+            vec = sum(r[0] for r in results) / sum(r[1] for r in results)
+        else:
+            total = sum(r[3] for r in results) or 1
+            vec = sum(r[2] * (r[3] / total) for r in results)
+        if self.normalize:
+            vec = torch.nn.functional.normalize(vec, dim=0)
+        return vec
+
+    def finish(self, doc, prepared, results):
+        vec = self.pool(results)
+        return {"id": doc.id, "embedding": vec.tolist(), "n_tokens": len(prepared.encoded.ids)}
+
+    def schema(self):
+        import pyarrow as pa
+
+        return pa.schema([("id", pa.string()), ("embedding", pa.list_(pa.float32(), self.dim)), ("n_tokens", pa.int64()), ("error", pa.string())])
+
+
+def _classify_schema():
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("label", pa.string()),
+            ("score", pa.float64()),
+            ("scores", pa.map_(pa.string(), pa.float64())),
+            ("error", pa.string()),
+        ]
+    )
+
+
+def _label_row(doc: Document, labels: list[str], probs) -> dict:
+    best = int(probs.argmax())
+    return {
+        "id": doc.id,
+        "label": labels[best],
+        "score": float(probs[best]),
+        "scores": {label: float(p) for label, p in zip(labels, probs)},
+    }
+
+
+class ClassifyTask(Task):
+    """Supervised labels from a sequence-classification head. Rows: id, label, score, scores."""
+
+    name = "classify"
+    model_class = "LongformerForSequenceClassification"
+
+    def setup(self, model, run_batch):
+        cfg = model.config
+        self.labels = [cfg.id2label[i] for i in sorted(cfg.id2label)] if cfg.id2label else [
+            f"LABEL_{i}" for i in range(cfg.num_labels)
+        ]
+
+    def forward(self, model, batch, items):
+        probs = model(**batch).float().softmax(-1)
+        return [(probs[b], item.owned[1] - item.owned[0]) for b, item in enumerate(items)]
+
+    def finish(self, doc, prepared, results):
+        total = sum(w for _, w in results) or 1
+        probs = sum(p * (w / total) for p, w in results)
+        return _label_row(doc, self.labels, probs)
+
+    def schema(self):
+        return _classify_schema()
+
+
+class ZeroShotClassifyTask(EmbedTask):
+    """Labels without a trained head: cosine between the document's embedding and each
+    label's embedding ("label: description" when a description is given), softmax with
+    temperature T: p = softmax(cos / T). T = 0.05 by default, the contrastive-training
+    temperature of sentence-embedding models, which spreads their narrow cosine range."""
+
+    name = "classify"
+
+    def __init__(self, tokenizer, policy, labels: list[tuple[str, str]], temperature: float = 0.05, **kw):
+        super().__init__(tokenizer, policy, **kw)
+        self.labels = [name for name, _ in labels]
+        self.label_texts = [f"{name}: {desc}" if desc else name for name, desc in labels]
+        self.temperature = temperature
+
+    def setup(self, model, run_batch):
+        import torch
+
+        super().setup(model, run_batch)
+        docs = [Document(id=f"label:{i}", text=t) for i, t in enumerate(self.label_texts)]
+        vecs = [self.pool(run_batch(i, d)) for i, d in enumerate(docs)]
+        self.label_matrix = torch.nn.functional.normalize(torch.stack(vecs), dim=-1)
+
+    def finish(self, doc, prepared, results):
+        import torch
+
+        vec = torch.nn.functional.normalize(self.pool(results), dim=0)
+        probs = torch.softmax(self.label_matrix @ vec / self.temperature, dim=0)
+        return _label_row(doc, self.labels, probs)
+
+    def schema(self):
+        return _classify_schema()
+
+
+class QATask(Task):
+    """Extractive answers. Rows: id, question, answer, start, end, score (character offsets
+    into the document, end exclusive), and `answers` (the top-k) when top_k > 1.
+
+    Scores follow transformers' QA pipeline: in each window, softmax over the context tokens
+    for start and for end, score(span) = p_start * p_end, spans of at most max_answer_tokens."""
+
+    name = "qa"
+    model_class = "LongformerForQuestionAnswering"
+
+    def __init__(self, tokenizer, policy, question: str | None = None, top_k: int = 1, max_answer_tokens: int = 30):
+        super().__init__(tokenizer, policy)
+        self.question, self.top_k, self.max_answer_tokens = question, top_k, max_answer_tokens
+
+    def prepare(self, doc_index, doc):
+        question = self.question or doc.fields.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("no question: pass --question or give each record a 'question' field")
+        q_ids = self.tok.encode(question).ids
+        limit = self.tok.max_length // 2
+        if len(q_ids) > limit:
+            raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document")
+        prepared = _windows(self.tok, doc_index, doc.text, self.policy, self.overlap_fraction, q_ids)
+        prepared.extra["question"] = question
+        return prepared
+
+    def forward(self, model, batch, items):
+        import torch
+
+        start_logits, end_logits = model(**batch)
+        out = []
+        for b, item in enumerate(items):
+            c0 = item.window.content_start
+            s0, s1 = item.window.span
+            p_start = start_logits[b, c0: c0 + s1 - s0].float().softmax(-1)
+            p_end = end_logits[b, c0: c0 + s1 - s0].float().softmax(-1)
+            scores = p_start[:, None] * p_end[None, :]
+            n = scores.shape[0]
+            i = torch.arange(n)
+            valid = (i[None, :] >= i[:, None]) & (i[None, :] - i[:, None] < self.max_answer_tokens)
+            scores = scores.masked_fill(~valid, -1.0).flatten()
+            k = min(self.top_k, scores.numel())
+            best, flat = scores.topk(k)
+            out.append([(float(sc), s0 + int(f) // n, s0 + int(f) % n) for sc, f in zip(best, flat) if sc >= 0])
+        return out
+
+    def finish(self, doc, prepared, results):
+        offsets = prepared.encoded.offsets
+        seen, answers = set(), []
+        for score, ts, te in sorted((c for r in results for c in r), key=lambda c: -c[0]):
+            start, end = offsets[ts][0], offsets[te][1]
+            if (start, end) in seen:
+                continue  # the same span proposed by two overlapping windows
+            seen.add((start, end))
+            answers.append({"answer": doc.text[start:end], "start": start, "end": end, "score": score})
+            if len(answers) == self.top_k:
+                break
+        row = {"id": doc.id, "question": prepared.extra["question"], **answers[0]}
+        if self.top_k > 1:
+            row["answers"] = answers
+        return row
+
+    def schema(self):
+        import pyarrow as pa
+
+        fields = [
+            ("id", pa.string()), ("question", pa.string()), ("answer", pa.string()),
+            ("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64()),
+        ]
+        if self.top_k > 1:
+            fields.append(("answers", pa.list_(pa.struct(fields[2:]))))
+        return pa.schema([*fields, ("error", pa.string())])
+
+
+class CorefTask(Task):
+    """Coreference chains. Rows: id, clusters: a list of clusters, each a list of
+    {start, end, text} character spans (end exclusive), in text order."""
+
+    name = "corefs"
+    model_class = "LongformerForCoreference"
+
+    def forward(self, model, batch, items):
+        import torch
+
+        mention_mask = torch.zeros_like(batch["attention_mask"], dtype=torch.bool)
+        for b, item in enumerate(items):
+            c0 = item.window.content_start
+            mention_mask[b, c0: c0 + item.window.span[1] - item.window.span[0]] = True
+        spans, valid, pair = model(**batch, mention_mask=mention_mask)
+        out = []
+        for b, item in enumerate(items):
+            shift = item.window.span[0] - item.window.content_start  # window position -> doc token
+            best_score, best = pair[b].max(dim=1)
+            cluster_of: dict[int, int] = {}
+            clusters: list[list[tuple[int, int]]] = []
+            for i in range(spans.shape[1]):
+                if not valid[b, i]:
+                    continue
+                mention = (int(spans[b, i, 0]) + shift, int(spans[b, i, 1]) + shift)
+                if math.isfinite(float(best_score[i])) and float(best_score[i]) > 0:  # else: the dummy antecedent
+                    j = int(best[i])
+                    if j not in cluster_of:
+                        cluster_of[j] = len(clusters)
+                        clusters.append([(int(spans[b, j, 0]) + shift, int(spans[b, j, 1]) + shift)])
+                    cluster_of[i] = cluster_of[j]
+                    clusters[cluster_of[i]].append(mention)
+            out.append(clusters)
+        return out
+
+    def finish(self, doc, prepared, results):
+        # Union-find over mentions: clusters from different windows that share a mention merge.
+        parent: dict[tuple[int, int], tuple[int, int]] = {}
+
+        def find(m):
+            while parent.setdefault(m, m) != m:
+                parent[m] = parent[parent[m]]
+                m = parent[m]
+            return m
+
+        for window_clusters in results:
+            for cluster in window_clusters:
+                for m in cluster[1:]:
+                    parent[find(m)] = find(cluster[0])
+        groups: dict[tuple[int, int], set] = {}
+        for m in parent:
+            groups.setdefault(find(m), set()).add(m)
+        offsets = prepared.encoded.offsets
+        clusters = []
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in members})
+            clusters.append([{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans])
+        clusters.sort(key=lambda c: (c[0]["start"], c[0]["end"]))
+        return {"id": doc.id, "clusters": clusters}
+
+    def schema(self):
+        import pyarrow as pa
+
+        mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
+        return pa.schema([("id", pa.string()), ("clusters", pa.list_(pa.list_(mention))), ("error", pa.string())])

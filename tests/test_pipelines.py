@@ -1,0 +1,153 @@
+"""The document flow: windows, global-attention policies, batching, order, long documents."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from checkpoints import make_checkpoint
+
+from lfcli.models import LongformerForQuestionAnswering
+from lfcli.pipelines.errors import UsageError
+from lfcli.pipelines.policies import check_policy, global_positions
+from lfcli.pipelines.readers import Document
+from lfcli.pipelines.runner import Pipeline
+from lfcli.pipelines.tasks import CorefTask
+from lfcli.pipelines.tokenize import DocumentTokenizer, owned_ranges, plan_windows
+
+
+@pytest.fixture(scope="session")
+def encoder_dir(tmp_path_factory):
+    return make_checkpoint(tmp_path_factory.mktemp("enc"), "LongformerModel", max_tokens=64, attention_window=16)
+
+
+@pytest.fixture(scope="session")
+def tok(encoder_dir):
+    return DocumentTokenizer.from_folder(encoder_dir, 64)
+
+
+@pytest.mark.parametrize("n,size,overlap", [(1, 10, 2), (10, 10, 2), (11, 10, 2), (100, 10, 3), (57, 16, 4), (30, 7, 7)])
+def test_windows_cover_every_token_once(n, size, overlap):
+    spans = plan_windows(n, size, overlap)
+    assert spans[0][0] == 0 and spans[-1][1] == n
+    assert all(e - s <= size for s, e in spans)
+    owned = owned_ranges(spans)
+    # owned ranges partition [0, n) and sit inside their windows
+    assert [t for lo, hi in owned for t in range(lo, hi)] == list(range(n))
+    assert all(s <= lo <= hi <= e for (s, e), (lo, hi) in zip(spans, owned))
+
+
+def test_window_template_follows_tokenizer(tok):
+    enc = tok.encode("the court held that the contract was void")
+    w = tok.window(enc.ids, (0, len(enc.ids)))
+    assert tok.tokenizer.id_to_token(w.input_ids[0]) == "[CLS]"
+    assert tok.tokenizer.id_to_token(w.input_ids[-1]) == "[SEP]"
+    q = tok.encode("what was void?").ids
+    p = tok.window(enc.ids, (2, 5), q)
+    assert p.input_ids[p.question_span[0]: p.question_span[1]] == q
+    assert p.input_ids[p.content_start: p.content_start + 3] == enc.ids[2:5]
+    assert p.token_type_ids[p.content_start] == 1 and p.token_type_ids[p.question_span[0]] == 0
+
+
+def test_policies_give_intended_positions(tok):
+    text = "It was cold. The clocks struck thirteen.\n\nShe said that he would come back."
+    enc = tok.encode(text)
+    w = tok.window(enc.ids, (0, len(enc.ids)))
+    words = lambda ps: [text[enc.offsets[p - w.content_start][0]: enc.offsets[p - w.content_start][1]] for p in ps if p >= w.content_start]
+    assert global_positions("none", w, text, enc.offsets) == []
+    assert global_positions("cls", w, text, enc.offsets) == [0]
+    sent = global_positions("sentence-starts", w, text, enc.offsets)
+    assert sent[0] == 0 and words(sent) == ["It", "The", "She"]
+    para = global_positions("paragraph-starts", w, text, enc.offsets)
+    assert words(para) == ["It", "She"]
+    rx = global_positions("regex:clock|come", w, text, enc.offsets)
+    assert "come" in words(rx) and any(x.startswith("clock") for x in words(rx))
+    q = tok.encode("who came back?").ids
+    qw = tok.window(enc.ids, (0, 5), q)
+    assert global_positions("question", qw, text, enc.offsets) == [0, *range(*qw.question_span)]
+    with pytest.raises(UsageError):
+        check_policy("sentences")
+    with pytest.raises(UsageError):
+        check_policy("regex:(")
+
+
+def test_model_receives_the_policy_positions(encoder_dir):
+    pipe = Pipeline("embed", str(encoder_dir), global_policy="sentence-starts", max_length=64)
+    doc = Document("d", "It was cold. The clocks struck thirteen. She left.")
+    prepared = pipe.task.prepare(0, doc)
+    batch = pipe._tensors(prepared.items)
+    got = batch["global_attention_mask"][0].nonzero().flatten().tolist()
+    assert got == prepared.items[0].global_positions and len(got) == 4  # [CLS] + three sentences
+
+
+def test_output_order_and_batching(encoder_dir):
+    texts = ["word " * n for n in (3, 150, 1, 40, 7, 300, 12)]
+    docs = [Document(str(i), t) for i, t in enumerate(texts)] + [Document("empty", "   ")]
+    docs.insert(3, Document("bad", None, error="bad bytes"))
+    pipe = Pipeline("embed", str(encoder_dir), batch_size=3, max_tokens=100, max_length=64, chunk_docs=4)
+    rows = list(pipe.run(docs))
+    assert [r["id"] for r in rows] == [d.id for d in docs]
+    assert rows[3]["error"] == "bad bytes"
+    assert "no tokens" in rows[-1]["error"]
+    # a batch never exceeds the budget
+    items = [it for i, d in enumerate(docs[:3]) for it in pipe.task.prepare(i, d).items]
+    for b in pipe._batches(items):
+        assert len(b) <= 3 and (len(b) == 1 or len(b[0]) * len(b) <= 100)
+
+
+def test_batching_does_not_change_results(encoder_dir):
+    docs = [Document(str(i), "the court held that " * (i + 1)) for i in range(6)]
+    one = list(Pipeline("embed", str(encoder_dir), batch_size=1, max_length=64).run(docs))
+    many = list(Pipeline("embed", str(encoder_dir), batch_size=6, max_length=64).run(docs))
+    for a, b in zip(one, many):
+        assert torch.allclose(torch.tensor(a["embedding"]), torch.tensor(b["embedding"]), atol=1e-5)
+
+
+def test_coref_clusters_merge_through_shared_mentions(tok):
+    text = "Elizabeth walked . She smiled . Elizabeth laughed . she left"
+    enc = tok.encode(text)
+    from lfcli.pipelines.tasks import Prepared
+
+    task = CorefTask(tok, "none")
+    # window 1 links mentions 0 and 3; window 2 links 3 and 6: one chain of three
+    tokens = [i for i, (a, b) in enumerate(enc.offsets)]
+    m = lambda word_index: (tokens[word_index], tokens[word_index])
+    results = [[[m(0), m(3)]], [[m(3), m(6)], [m(9), m(9)]]]
+    row = task.finish(Document("d", text), Prepared(enc, []), results)
+    texts = [[x["text"] for x in c] for c in row["clusters"]]
+    assert len(texts) == 1 and len(texts[0]) == 3
+    assert all(text[x["start"]: x["end"]] == x["text"] for c in row["clusters"] for x in c)
+
+
+def _planted_qa_model(folder, answer_token_id):
+    """A real QA checkpoint whose layers pass embeddings through unchanged (output
+    projections zeroed) and whose head points at one word: it answers with that word
+    wherever it appears, which lets a test check windowing and character offsets."""
+    model = LongformerForQuestionAnswering.from_pretrained(folder)
+    with torch.no_grad():
+        for layer in model.longformer.encoder.layer:
+            for dense in (layer.attention.output.dense, layer.output.dense):
+                dense.weight.zero_()
+                dense.bias.zero_()
+        direction = torch.randn(model.config.hidden_size)
+        direction /= direction.norm()
+        model.longformer.embeddings.word_embeddings.weight[answer_token_id] = 20 * direction
+        model.qa_outputs.weight[:] = direction
+        model.qa_outputs.bias.zero_()
+    model.save_pretrained(folder)
+
+
+def test_qa_finds_a_planted_answer_past_token_5000(tmp_path):
+    folder = make_checkpoint(tmp_path / "qa", "LongformerForQuestionAnswering", max_tokens=256, attention_window=32)
+    tok = DocumentTokenizer.from_folder(folder, 256)
+    answer_id = tok.encode("netherfield").ids
+    assert len(answer_id) == 1
+    _planted_qa_model(folder, answer_id[0])
+    filler = "The committee will meet on Tuesday to discuss the budget. "
+    before = filler * 500
+    text = before + "Elizabeth walked to Netherfield alone. " + filler * 20
+    n_before = len(tok.encode(before).ids)
+    assert n_before > 5000
+    rows = list(Pipeline("qa", str(folder), question="Where did Elizabeth walk?").run([Document("novel", text)]))
+    row = rows[0]
+    assert row["answer"] == "Netherfield"
+    assert text[row["start"]: row["end"]] == "Netherfield" and row["start"] == text.index("Netherfield")
