@@ -46,6 +46,7 @@ OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error r
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or summary on stderr.")]
 EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
+RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group (also how much a killed job may redo on --resume).")]
 
 
 def _version(value: bool):
@@ -102,18 +103,21 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
 
         raise UsageError("--on-error must be skip or fail")
     pipe = Pipeline(task, **pipe_opts)
-    with open_writer(output, schema=pipe.task.schema(), resume=resume, force=force) as writer, progress_reporter(
+    with open_writer(
+        output, schema=pipe.task.schema(), resume=resume, force=force, rows_per_group=job["row_group_size"]
+    ) as writer, progress_reporter(
         quiet
     ) as report:
+        already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         docs = iter_documents(inputs, **read)
-        for row in pipe.run(docs, skip_ids=writer.done_ids, on_error=on_error, progress=report):
+        for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
             writer.write(row)
     stats = pipe.stats
     if not quiet:
         import time
 
         dt = max(time.perf_counter() - stats.started, 1e-9)
-        skipped = f", {len(writer.done_ids)} already done" if writer.done_ids else ""
+        skipped = f", {len(already_done)} already done" if already_done else ""
         typer.echo(
             f"lfcli: {stats.docs} documents ({stats.errors} with errors{skipped}) in {dt:.1f} s: "
             f"{stats.docs / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s",
@@ -123,10 +127,14 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
 
 def _common(
     inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length, device, dtype,
-    attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format,
+    attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size,
 ):
     read = dict(text_column=text_column, id_column=id_column, glob=glob, encoding_errors=encoding_errors, input_format=input_format)
-    job = dict(force=force, resume=resume, on_error=on_error)
+    if row_group_size < 1:
+        from lfcli.pipelines.errors import UsageError
+
+        raise UsageError("--row-group-size must be positive")
+    job = dict(force=force, resume=resume, on_error=on_error, row_group_size=row_group_size)
     pipe = dict(
         model=model, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
         batch_size=batch_size, max_tokens=max_tokens, global_policy=global_,
@@ -170,13 +178,13 @@ def classify(
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
     device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
-    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
     """Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed)."""
 
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
-                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         parsed = _parse_labels(labels, labels_file)
         if parsed is not None:
             pipe.update(labels=parsed, temperature=temperature)
@@ -195,13 +203,13 @@ def qa(
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
     device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
-    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
     """Answer a question from each document: id, question, answer, start, end, score."""
 
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
-                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         if top_k < 1:
             from lfcli.pipelines.errors import UsageError
 
@@ -222,13 +230,13 @@ def embed(
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
     device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
-    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
     """Document vectors: id, embedding, n_tokens."""
 
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
-                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         if pooling is not None and pooling not in ("mean", "cls"):
             from lfcli.pipelines.errors import UsageError
 
@@ -247,13 +255,13 @@ def corefs(
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
     device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
-    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
     """Coreference chains: id, clusters of {start, end, text} character spans."""
 
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
-                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format)
+                                  device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         _run_task("corefs", inputs, output, quiet, read, job, pipe)
 
     _guarded(go)

@@ -100,7 +100,10 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     except ConfigError as exc:
         raise CheckpointError(f"{folder}: {exc}") from None
     state = read_state_dict(folder)
-    model = cls(config)
+    # Build on the meta device and fill from the checkpoint: no time spent on a random
+    # initialisation that the weights would overwrite anyway.
+    with torch.device("meta"):
+        model = cls(config)
     prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
     state = to_model_names(state, prefix)
     expected = model.state_dict()
@@ -127,7 +130,14 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     ]
     if mismatched:
         raise CheckpointError(f"{folder}: shapes differ from config.json: {_names(mismatched)}")
+    model.to_empty(device="cpu")
     model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
+    for name, module in model.named_modules():
+        # The pooler is the one part a checkpoint may lack (task models have none); it is
+        # unused by the heads, but give it a proper initialisation rather than junk memory.
+        if name.endswith("pooler") or name == "pooler":
+            if not any(k.startswith(name + ".") for k in state):
+                module.apply(model._init_weights)
     model.tie_weights()
     model.eval()
     if dtype is not None or device is not None:

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from lfcli.kernels import banded_attention, dilation_per_head, resolve_backend
+from lfcli.kernels import banded_attention, resolve_backend
 from lfcli.kernels.chunked import global_columns
 
 from .config import LongformerConfig
@@ -80,9 +80,7 @@ class LongformerSelfAttention(nn.Module):
         self.key_global = nn.Linear(hidden, hidden)
         self.value_global = nn.Linear(hidden, hidden)
         self.attention_window = config.attention_windows[layer_id]
-        self.register_buffer(
-            "dilation", dilation_per_head(config.attention_dilations[layer_id], self.num_heads), persistent=False
-        )
+        self.dilation = config.attention_dilations[layer_id]  # one int per head
         self.dropout_p = config.attention_probs_dropout_prob
 
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
