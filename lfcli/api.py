@@ -1,0 +1,76 @@
+"""The Python API: the CLI's tasks as functions returning rows (dicts).
+
+    import lfcli
+    rows = lfcli.embed(["first document ...", "second ..."])            # bundled model
+    rows = lfcli.classify(texts, labels=["sports", "politics"])          # zero-shot
+    rows = lfcli.qa(texts, question="Who signed the contract?", model="path/to/qa-checkpoint")
+
+Documents can be strings (ids "0", "1", ...), dicts with "text" (and "id", "question"),
+or `lfcli.Document`s. For large jobs, `lfcli.Pipeline(task, model=...)` loads the model once
+and `pipeline.run(documents)` streams rows; `lfcli.read_documents(paths)` streams documents
+from files, folders, JSONL and Parquet like the CLI does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+
+def _documents(docs: Iterable[Any]) -> Iterator:
+    from lfcli.pipelines.readers import Document
+
+    for i, doc in enumerate(docs):
+        if isinstance(doc, Document):
+            yield doc
+        elif isinstance(doc, str):
+            yield Document(str(i), doc if doc.strip() else None, None if doc.strip() else "empty document")
+        elif isinstance(doc, dict):
+            text = doc.get("text")
+            fields = {k: v for k, v in doc.items() if k not in ("id", "text")}
+            error = None if isinstance(text, str) and text.strip() else "empty document"
+            yield Document(str(doc.get("id", i)), text if error is None else None, error, fields)
+        else:
+            raise TypeError(f"document {i}: expected str, dict or Document, got {type(doc).__name__}")
+
+
+def Pipeline(task: str, model: str | None = None, **options):
+    """A loaded model for one task; `.run(documents)` yields rows in input order.
+    Options are the CLI's: device, dtype, attention_backend, max_length, batch_size,
+    max_tokens, global_policy, labels, temperature, question, top_k, pooling, normalize."""
+    from lfcli.pipelines.runner import Pipeline as _Pipeline
+
+    return _Pipeline(task, model, **options)
+
+
+def _run(task: str, docs, model, on_error: str = "skip", **options) -> list[dict]:
+    return list(Pipeline(task, model, **options).run(_documents(docs), on_error=on_error))
+
+
+def embed(docs, model: str | None = None, **options) -> list[dict]:
+    """Rows {id, embedding, n_tokens} (or {id, error})."""
+    return _run("embed", docs, model, **options)
+
+
+def classify(docs, model: str | None = None, labels: list[str] | None = None, **options) -> list[dict]:
+    """Rows {id, label, score, scores}. With labels=[...] (or [(label, description)]), zero-shot."""
+    if labels is not None:
+        options["labels"] = [(x, "") if isinstance(x, str) else tuple(x) for x in labels]
+    return _run("classify", docs, model, **options)
+
+
+def qa(docs, model: str | None = None, question: str | None = None, **options) -> list[dict]:
+    """Rows {id, question, answer, start, end, score}; the question applies to every
+    document unless each dict document has its own "question"."""
+    return _run("qa", docs, model, question=question, **options)
+
+
+def corefs(docs, model: str | None = None, **options) -> list[dict]:
+    """Rows {id, clusters: [[{start, end, text}, ...], ...]}."""
+    return _run("corefs", docs, model, **options)
+
+
+def read_documents(paths: list[str], **options):
+    """Stream documents from files, folders, .jsonl, .parquet or "-" (stdin), as the CLI does."""
+    from lfcli.pipelines.readers import iter_documents
+
+    return iter_documents(list(paths), **options)
