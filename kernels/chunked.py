@@ -96,17 +96,27 @@ def _banded(
     qp = F.pad(q, (0, 0, 0, padded - L))
     kp = F.pad(k, (0, 0, left, right))
     vp = F.pad(v, (0, 0, left, right))
+    # With global columns each block's keys become a copy ([columns | span]); taking a few
+    # blocks at a time bounds that copy (~8M elements) instead of copying K and V span/c times.
+    step = num_blocks if not G else max(1, (1 << 23) // (H * (G + span) * D))
     outs = []
     for b in range(B):  # per sample, so that the spans below stay views of kp/vp
         q_blocks = qp[b].view(H, num_blocks, c, D).transpose(0, 1)  # (nb, H, c, D)
         k_spans = kp[b].unfold(1, span, c).permute(1, 0, 3, 2)  # (nb, H, span, D)
         v_spans = vp[b].unfold(1, span, c).permute(1, 0, 3, 2)
-        if G:
-            k_spans = torch.cat([k_cols[b].expand(num_blocks, H, G, D), k_spans], dim=2)
-            v_spans = torch.cat([v_cols[b].expand(num_blocks, H, G, D), v_spans], dim=2)
-        o = F.scaled_dot_product_attention(
-            q_blocks, k_spans, v_spans, attn_mask=bias[b][:, None], dropout_p=dropout_p, scale=1.0
-        )  # (nb, H, c, D)
+        pieces = []
+        for s0 in range(0, num_blocks, step):
+            s1 = min(num_blocks, s0 + step)
+            ks, vs = k_spans[s0:s1], v_spans[s0:s1]
+            if G:
+                ks = torch.cat([k_cols[b].expand(s1 - s0, H, G, D), ks], dim=2)
+                vs = torch.cat([v_cols[b].expand(s1 - s0, H, G, D), vs], dim=2)
+            pieces.append(
+                F.scaled_dot_product_attention(
+                    q_blocks[s0:s1], ks, vs, attn_mask=bias[b, s0:s1, None], dropout_p=dropout_p, scale=1.0
+                )
+            )  # (blocks, H, c, D)
+        o = pieces[0] if len(pieces) == 1 else torch.cat(pieces)
         outs.append(o.transpose(0, 1).reshape(H, padded, D)[:, :L])
     return torch.stack(outs)
 

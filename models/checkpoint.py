@@ -12,6 +12,7 @@ kept here in one place:
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import torch
@@ -58,8 +59,12 @@ def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
                 state.update(load_file(str(folder / shard)))
             return state
         if legacy.exists():
-            return torch.load(str(legacy), map_location="cpu", weights_only=True)
-    except (SafetensorError, OSError, RuntimeError, ValueError, KeyError, json.JSONDecodeError) as exc:
+            state = torch.load(str(legacy), map_location="cpu", weights_only=True)
+            if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+                raise ValueError("pytorch_model.bin does not hold a dict of tensors")
+            return state
+    except (SafetensorError, OSError, RuntimeError, ValueError, KeyError, EOFError,
+            pickle.UnpicklingError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"{folder}: the weights file is corrupt or unreadable ({exc})") from None
     raise CheckpointError(f"{folder}: no weights file (expected model.safetensors or pytorch_model.bin)")
 
@@ -72,16 +77,18 @@ def _split_prefix(name: str) -> tuple[bool, str]:
     return name.startswith(ENCODER_PARTS), name
 
 
-def to_model_names(state: dict[str, torch.Tensor], encoder_prefix: str) -> dict[str, torch.Tensor]:
-    """Rename a checkpoint's tensors to the names of the model we build."""
+def to_model_names(
+    state: dict[str, torch.Tensor], encoder_prefix: str, short_model: bool = False
+) -> dict[str, torch.Tensor]:
+    """Rename a checkpoint's tensors to the names of the model we build. For a short model
+    (bert/roberta) the missing global projections start as copies of the local ones."""
     out: dict[str, torch.Tensor] = {}
     for name, tensor in state.items():
         is_encoder, bare = _split_prefix(name)
         if bare in SKIPPED or name in SKIPPED:
             continue
         out[encoder_prefix + bare if is_encoder else name] = tensor
-    # Short models: global projections start as copies of the local ones.
-    for name in list(out):
+    for name in list(out) if short_model else []:
         if ".attention.self." in name:
             for local, glob in LOCAL_TO_GLOBAL.items():
                 target = name.replace(".attention.self." + local, ".attention.self." + glob)
@@ -105,7 +112,7 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     with torch.device("meta"):
         model = cls(config)
     prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
-    state = to_model_names(state, prefix)
+    state = to_model_names(state, prefix, short_model=config.model_type != "longformer")
     expected = model.state_dict()
     tied = {"lm_head.decoder.weight"}
 
