@@ -102,16 +102,15 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
         from lfcli.pipelines.errors import UsageError
 
         raise UsageError("--on-error must be skip or fail")
-    pipe = Pipeline(task, **pipe_opts)
-    with open_writer(
-        output, schema=pipe.task.schema(), resume=resume, force=force, rows_per_group=job["row_group_size"]
-    ) as writer, progress_reporter(
-        quiet
-    ) as report:
+    # Check inputs and output before loading the model, so a typo fails in a blink.
+    docs = iter_documents(inputs, **read)
+    with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"]) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
-        docs = iter_documents(inputs, **read)
-        for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
-            writer.write(row)
+        pipe = Pipeline(task, **pipe_opts)
+        writer.set_schema(pipe.task.schema())
+        with progress_reporter(quiet) as report:
+            for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
+                writer.write(row)
     stats = pipe.stats
     if not quiet:
         import time

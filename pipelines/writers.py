@@ -231,6 +231,10 @@ class ResultWriter:
         if row_id is not None:
             self.done_ids.add(row_id)
 
+    def set_schema(self, schema) -> None:
+        """Give the output schema once it is known (before the first row). Lets a caller
+        check the output path before the expensive part of a job (loading a model)."""
+
     def flush(self) -> None:
         """Make the rows written so far durable (resumable)."""
 
@@ -514,8 +518,7 @@ class _ParquetWriter(ResultWriter):
         self.parts_dir = path + ".parts"
         self.rows_per_group = max(1, int(rows_per_group))
         self.flush_seconds = flush_seconds
-        self.schema = _normalize_schema(schema, pa) if schema is not None else None
-        self._names = set(self.schema.names) if self.schema is not None else None
+        self.set_schema(schema)
         self._buffer: list[dict] = []
         self._next_part = 0
         self._last_flush = time.monotonic()
@@ -562,6 +565,11 @@ class _ParquetWriter(ResultWriter):
         _fsync_dir(staging)
         os.replace(staging, self.parts_dir)
         _fsync_dir(os.path.dirname(self.parts_dir))
+
+    def set_schema(self, schema) -> None:
+        pa, _ = _pa()
+        self.schema = _normalize_schema(schema, pa) if schema is not None else None
+        self._names = set(self.schema.names) if self.schema is not None else None
 
     def _scan_parts(self) -> None:
         pa, pq = _pa()
