@@ -301,6 +301,52 @@ def convert(
     _guarded(go)
 
 
+@app.command("pretrain-continue")
+def pretrain_continue(
+    corpus: Annotated[List[str], typer.Argument(help="Files, folders, .jsonl or .parquet of long documents.", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Folder for checkpoints and the final model.")],
+    model: Model = None,
+    max_length: MaxLength = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sequences per step and process.")] = 1,
+    grad_accum: Annotated[int, typer.Option("--grad-accum", help="Steps of gradient accumulation per update.")] = 8,
+    lr: Annotated[float, typer.Option("--lr", help="Peak learning rate (the paper: 3e-5).")] = 3e-5,
+    warmup_steps: Annotated[int, typer.Option("--warmup-steps", help="Linear warm-up updates, then power-3 polynomial decay.")] = 500,
+    max_steps: Annotated[int, typer.Option("--max-steps", help="Optimizer updates in all.")] = 1000,
+    weight_decay: Annotated[float, typer.Option("--weight-decay")] = 0.01,
+    mask_prob: Annotated[float, typer.Option("--mask-prob", help="Share of tokens masked (80% [MASK], 10% random, 10% kept).")] = 0.15,
+    save_every: Annotated[int, typer.Option("--save-every", help="Write a checkpoint every N updates.")] = 200,
+    eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="Share of documents held out for MLM loss / bits per token.")] = 0.05,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="Recompute activations in the backward pass to save memory.")] = False,
+    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
+    device: Device = "cpu", attention_backend: Backend = None,
+    force: Force = False, resume: Resume = False, quiet: Quiet = False,
+    encoding_errors: EncodingErrors = "strict",
+):
+    """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
+
+    def go():
+        from lfcli.pipelines.pretrain import pretrain_continue as run
+
+        summary = run(
+            corpus, model or "minilm-l6-long", output, max_length=max_length, batch_size=batch_size,
+            grad_accum=grad_accum, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
+            weight_decay=weight_decay, mask_prob=mask_prob, save_every=save_every, eval_fraction=eval_fraction,
+            seed=seed, gradient_checkpointing=gradient_checkpointing, device=device,
+            attention_backend=attention_backend, resume=resume, force=force, text_column=text_column,
+            id_column=id_column, glob=glob, encoding_errors=encoding_errors, progress=not quiet,
+        )
+        if not quiet and summary:
+            before, after = summary.get("eval_loss_before"), summary.get("eval_loss_after")
+            line = f"lfcli: wrote {output} after {summary.get('steps')} updates"
+            if before is not None and after is not None:
+                line += (f"; held-out MLM loss {before:.3f} -> {after:.3f}"
+                         f" ({summary['eval_bpt_before']:.3f} -> {summary['eval_bpt_after']:.3f} bits/token)")
+            typer.echo(line, err=True)
+
+    _guarded(go)
+
+
 def main():
     app()
 

@@ -105,7 +105,7 @@ class LongformerSelfAttention(nn.Module):
             q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend
         )  # (B, H, n, D)
         if global_index.shape[1]:
-            rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p)  # (B, H, G, D)
+            rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend)  # (B, H, G, D)
             index = global_index[:, None, :, None].expand_as(rows)
             # Empty slots point at non-global positions; the `where` below ignores them.
             scattered = torch.zeros_like(out).scatter(2, index, rows)
@@ -113,7 +113,12 @@ class LongformerSelfAttention(nn.Module):
         return out.transpose(1, 2).reshape(B, n, hidden)
 
     def global_rows(
-        self, hidden_states: torch.Tensor, key_padding_mask: torch.Tensor, global_index: torch.Tensor, dropout_p: float
+        self,
+        hidden_states: torch.Tensor,
+        key_padding_mask: torch.Tensor,
+        global_index: torch.Tensor,
+        dropout_p: float,
+        backend: str = "chunked",
     ) -> torch.Tensor:
         """Global queries attend to every non-padding key with query/key/value_global.
 
@@ -144,6 +149,10 @@ class LongformerSelfAttention(nn.Module):
             return out + self.value_global.bias.view(1, H, 1, D) * probs.sum(-1, keepdim=True)
         k = self._heads(self.key_global(hidden_states))
         v = self._heads(self.value_global(hidden_states))
+        if backend == "triton":  # a flash pass: no (B, H, G, n) score tensor
+            from lfcli.kernels.triton_banded import triton_global_rows
+
+            return triton_global_rows(q, k, v, key_padding_mask, dropout_p)
         scores = torch.matmul(q, k.transpose(-1, -2)).float()
         probs = torch.softmax(scores.masked_fill(key_padding_mask[:, None, None, :], neg), dim=-1)
         probs = F.dropout(probs.to(q.dtype), p=dropout_p, training=dropout_p > 0)

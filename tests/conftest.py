@@ -7,9 +7,16 @@ for the same (architecture, config) pair, so the parity grid does not pay for sa
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 import torch
+
+# Without a GPU the Triton kernels are checked in Triton's interpreter. The variable must be
+# set before anything imports triton (transformers and torch._dynamo can do so), and
+# `import torch` alone does not.
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # hidden 32, 4 heads of 8, 3 layers: big enough to exercise every code path, small enough that a
 # forward pass takes a millisecond. Dropout stays at its default so that a model left in train
