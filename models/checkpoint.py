@@ -26,11 +26,11 @@ LOCAL_TO_GLOBAL = {"query.": "query_global.", "key.": "key_global.", "value.": "
 
 # What each task model needs beyond the encoder, and how a user gets one.
 HEAD_KEYS = {
-    "LongformerForMaskedLM": ("lm_head.", "a masked-LM head"),
-    "LongformerForSequenceClassification": ("classifier.out_proj.", "a sequence-classification head"),
-    "LongformerForQuestionAnswering": ("qa_outputs.", "a question-answering head"),
-    "LongformerForTokenClassification": ("classifier.weight", "a token-classification head"),
-    "LongformerForCoreference": ("mention_s2e_classifier.", "a coreference head"),
+    "LongformerForMaskedLM": ("lm_head.", "masked-LM head"),
+    "LongformerForSequenceClassification": ("classifier.out_proj.", "sequence-classification head"),
+    "LongformerForQuestionAnswering": ("qa_outputs.", "question-answering head"),
+    "LongformerForTokenClassification": ("classifier.weight", "token-classification head"),
+    "LongformerForCoreference": ("mention_s2e_classifier.", "coreference head"),
 }
 
 
@@ -119,8 +119,7 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     head = HEAD_KEYS.get(cls.__name__)
     if head and not any(k.startswith(head[0]) for k in state):
         raise MissingHead(
-            f"{folder}: this checkpoint has no {head[1]} ({head[0].rstrip('.')}); "
-            "train one, or pick a checkpoint that has it (`lfcli models` lists the bundled ones)"
+            f"{folder}: this checkpoint has no {head[1]} ({head[0].rstrip('.')})"
         )
     missing = sorted(k for k in expected if k not in state and k not in tied and not k.startswith("pooler."))
     if missing:

@@ -21,6 +21,13 @@ from .tasks import ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, T
 from .tokenize import DocumentTokenizer
 
 TASKS = ("classify", "qa", "embed", "corefs")
+HEAD_ADVICE = {
+    "classify": "Without a trained head, classify zero-shot with --labels 'label1,label2,...'",
+    "qa": "Pass -m with a question-answering checkpoint (transformers layout); `lfcli convert` "
+    "turns a short SQuAD-trained BERT/RoBERTa into a long one",
+    "corefs": "Pass -m with a coreference checkpoint (an lfcli LongformerForCoreference)",
+    "embed": "",
+}
 DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
 
 
@@ -62,7 +69,7 @@ class Pipeline:
         import torch
 
         from lfcli.kernels import resolve_backend
-        from lfcli.models import ARCHITECTURES
+        from lfcli.models import ARCHITECTURES, MissingHead
         from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
 
         if task not in TASKS:
@@ -83,9 +90,12 @@ class Pipeline:
             torch_device = torch.device(device)
         except RuntimeError:
             raise UsageError(f"--device {device!r} is not a device torch knows") from None
-        self.model = ARCHITECTURES[class_name].from_pretrained(
-            self.folder, dtype=getattr(torch, DTYPES[dtype]), device=torch_device
-        )
+        try:
+            self.model = ARCHITECTURES[class_name].from_pretrained(
+                self.folder, dtype=getattr(torch, DTYPES[dtype]), device=torch_device
+            )
+        except MissingHead as exc:
+            raise InputError(f"{exc}. {HEAD_ADVICE[task]}") from None
         self.model.attention_backend = attention_backend
         # Refuse an impossible backend now, not after reading the first documents.
         resolve_backend(attention_backend, self.model.config.attention_backend, torch_device)
