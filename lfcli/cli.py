@@ -314,7 +314,10 @@ def pretrain_continue(
     max_steps: Annotated[int, typer.Option("--max-steps", help="Optimizer updates in all.")] = 1000,
     weight_decay: Annotated[float, typer.Option("--weight-decay")] = 0.01,
     mask_prob: Annotated[float, typer.Option("--mask-prob", help="Share of tokens masked (80% [MASK], 10% random, 10% kept).")] = 0.15,
-    save_every: Annotated[int, typer.Option("--save-every", help="Write a checkpoint every N updates.")] = 200,
+    max_grad_norm: Annotated[float, typer.Option("--max-grad-norm", help="Gradient clipping (0 turns it off).")] = 1.0,
+    save_every: Annotated[int, typer.Option("--save-every", help="Write a checkpoint every N updates (0: the final model only).")] = 200,
+    keep_checkpoints: Annotated[Optional[int], typer.Option("--keep-checkpoints", help="Keep only the newest N checkpoints.")] = None,
+    max_eval_sequences: Annotated[int, typer.Option("--max-eval-sequences", help="Cap on held-out sequences (CPU time).")] = 256,
     eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="Share of documents held out for MLM loss / bits per token.")] = 0.05,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="Recompute activations in the backward pass to save memory.")] = False,
@@ -326,16 +329,34 @@ def pretrain_continue(
     """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
 
     def go():
+        import json
+
         from lfcli.pipelines.pretrain import pretrain_continue as run
 
+        def log(record: dict) -> None:  # plain lines on stderr when there is no live bar
+            if record["event"] == "message":
+                typer.echo(f"lfcli: {record['message']}", err=True)
+            elif record["event"] == "eval":
+                typer.echo(f"lfcli: held-out MLM loss {record['when']}: {record['loss']:.4f} ({record['bpt']:.4f} bits/token)", err=True)
+            elif record["event"] == "checkpoint":
+                typer.echo(f"lfcli: checkpoint {record['path']}", err=True)
+            elif record["event"] == "step" and record["step"] % 10 == 0:
+                typer.echo(f"lfcli: step {record['step']}/{record['max_steps']} loss {record['loss']:.4f} "
+                           f"lr {record['lr']:.2e} {record['tokens_per_s']:,.0f} tokens/s", err=True)
+
+        live = sys.stderr.isatty() and not quiet
         summary = run(
             corpus, model or "minilm-l6-long", output, max_length=max_length, batch_size=batch_size,
             grad_accum=grad_accum, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
             weight_decay=weight_decay, mask_prob=mask_prob, save_every=save_every, eval_fraction=eval_fraction,
             seed=seed, gradient_checkpointing=gradient_checkpointing, device=device,
             attention_backend=attention_backend, resume=resume, force=force, text_column=text_column,
-            id_column=id_column, glob=glob, encoding_errors=encoding_errors, progress=not quiet,
+            id_column=id_column, glob=glob, encoding_errors=encoding_errors, progress=live,
+            log=None if live or quiet else log, max_grad_norm=max_grad_norm or None,
+            keep_checkpoints=keep_checkpoints, max_eval_sequences=max_eval_sequences,
         )
+        if os.environ.get("RANK", "0") == "0":
+            typer.echo(json.dumps(summary, default=str))  # the run's summary is this command's data
         if not quiet and summary:
             before, after = summary.get("eval_loss_before"), summary.get("eval_loss_after")
             line = f"lfcli: wrote {output} after {summary.get('steps')} updates"
