@@ -35,14 +35,12 @@ from typing import Any, Callable
 
 import torch
 
-from .checkpoint import CheckpointError, read_state_dict
+from .checkpoint import CheckpointError, _split_prefix, read_state_dict
 from .config import ConfigError, LongformerConfig
 
 log = logging.getLogger("lfcli.convert")
 
 SOURCE_TYPES = ("bert", "roberta", "longformer")
-SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.")
-ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
 POSITIONS = "embeddings.position_embeddings.weight"
 # Tokenizer files copied across as they are (tokenizer.json and tokenizer_config.json are
 # adjusted, see _copy_tokenizer).
@@ -245,7 +243,7 @@ def _head_class(raw: dict[str, Any], names: set[str], note: Callable[[str], None
     if arch:
         return "LongformerModel"
     # No architectures entry: guess from the tensor names.
-    bare = {_strip_prefix(n)[1] for n in names}
+    bare = {_split_prefix(n)[1] for n in names}
     if any(n.startswith(("lm_head.", "cls.predictions.")) for n in bare):
         return "LongformerForMaskedLM"
     if any(n.startswith("qa_outputs.") for n in bare):
@@ -256,13 +254,6 @@ def _head_class(raw: dict[str, Any], names: set[str], note: Callable[[str], None
         note("config.json names no architecture and the classifier could be per sequence or per token; "
              "only the encoder is converted")
     return "LongformerModel"
-
-
-def _strip_prefix(name: str) -> tuple[bool, str]:
-    for prefix in SOURCE_PREFIXES:
-        if name.startswith(prefix):
-            return True, name[len(prefix):]
-    return name.startswith(ENCODER_PARTS), name
 
 
 def _map_head(
@@ -360,7 +351,7 @@ def convert_state(
     encoder: dict[str, torch.Tensor] = {}
     heads: dict[str, torch.Tensor] = {}
     for name, tensor in state.items():
-        is_encoder, bare = _strip_prefix(name)
+        is_encoder, bare = _split_prefix(name)
         if bare == "embeddings.position_ids" or name == "embeddings.position_ids":
             continue
         (encoder if is_encoder else heads)[bare] = tensor

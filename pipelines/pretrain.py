@@ -90,6 +90,8 @@ from typing import Callable, Iterable, Sequence as Seq
 import torch
 from torch import nn
 
+from lfcli.models.convert import TOKENIZER_FILES  # the files a checkpoint folder carries along
+
 from .errors import InputError, UsageError
 
 __all__ = [
@@ -109,17 +111,6 @@ SUMMARY_FILE = "pretrain_summary.json"
 STATE_VERSION = 1
 MIN_TAIL = 16  # a document's last piece is dropped when shorter (unless it is the whole document)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-    "sentencepiece.bpe.model",
-    "spiece.model",
-)
 # What a final model folder holds (removed by force=True before a new run; nothing else is).
 OUTPUT_FILES = ("config.json", "model.safetensors", SUMMARY_FILE, *TOKENIZER_FILES)
 GLOBAL_FROM_LOCAL = (("query", "query_global"), ("key", "key_global"), ("value", "value_global"))
