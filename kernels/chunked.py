@@ -13,7 +13,7 @@ The twin of `reference.reference_attention` (same arguments, same result), built
   flash kernel: the (c x S) score tile never goes to memory, it accumulates in float32, and
   autograd works through it. Nothing of size n x n is ever allocated.
 * Inputs that fit inside the window (n <= w1 + 1, so every key is in every query's band)
-  take the same call with a single block: a plain dense attention with no banded overhead.
+  take one dense fused call over the whole batch (`_dense`): no banded overhead, no copies.
 * Dilation d is turned into undilated windows over the d interleaved sub-sequences of
   positions with the same residue mod d (a reshape, not a new kernel); heads are grouped by
   their dilation.
@@ -121,6 +121,25 @@ def _banded(
     return torch.stack(outs)
 
 
+def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:
+    """The window covers the whole input (n <= w1 + 1): every key is in every query's band, so
+    this is plain attention over the non-padding keys, and a global key is just one of them
+    (counted once, as in the band path). One fused call, no padding, no copies."""
+    bias = torch.zeros(key_padding_mask.shape, dtype=q.dtype, device=q.device)
+    bias = bias.masked_fill(key_padding_mask, torch.finfo(q.dtype).min)[:, None, None, :]  # (B, 1, 1, n)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
+    return _zero_padded_rows(out, key_padding_mask)
+
+
+def _zero_padded_rows(out: torch.Tensor, key_padding_mask: torch.Tensor) -> torch.Tensor:
+    """Rows of padded queries are zero (as in transformers). In place when autograd does not
+    need the tensor (saves a copy of the output), and skipped when nothing is padding."""
+    if not bool(key_padding_mask.any()):
+        return out
+    rows = key_padding_mask[:, None, :, None]
+    return out.masked_fill_(rows, 0.0) if not torch.is_grad_enabled() or not out.requires_grad else out.masked_fill(rows, 0.0)
+
+
 def _to_subsequences(x: torch.Tensor, d: int, fill) -> torch.Tensor:
     """(B, ..., n, [D]) with the sequence at dim 1 of the mask or dim 2 of q/k/v -> residues mod d
     as extra batch entries: (B*d, ..., ceil(n/d), [D])."""
@@ -155,6 +174,8 @@ def chunked_attention(
     """Same contract as `reference_attention`: q, k, v (B, H, n, D), q scaled; masks (B, n);
     dilation (H,) ints. Returns (B, H, n, D)."""
     B, H, n, D = q.shape
+    if n <= one_sided_window + 1 and bool((dilation == 1).all()):
+        return _dense(q, k, v, key_padding_mask, dropout_p)
     is_global = is_global & ~key_padding_mask
     band_excluded = key_padding_mask | is_global
     index, valid = global_columns(is_global)
@@ -187,4 +208,4 @@ def chunked_attention(
     out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
     if head_order != list(range(H)):
         out = out[:, torch.tensor(head_order, device=q.device).argsort()]
-    return out.masked_fill(key_padding_mask[:, None, :, None], 0.0)
+    return _zero_padded_rows(out, key_padding_mask)

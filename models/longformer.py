@@ -97,7 +97,10 @@ class LongformerSelfAttention(nn.Module):
         backend: str,
     ) -> torch.Tensor:
         B, n, hidden = hidden_states.shape
-        q = self._heads(self.query(hidden_states) / math.sqrt(self.head_dim))
+        # (h W^T + b) / sqrt(D) computed as h (W / sqrt(D))^T + b / sqrt(D): the scale touches
+        # the weights (hidden^2 numbers) instead of the activations (n * hidden).
+        scale = 1.0 / math.sqrt(self.head_dim)
+        q = self._heads(F.linear(hidden_states, self.query.weight * scale, self.query.bias * scale))
         k = self._heads(self.key(hidden_states))
         v = self._heads(self.value(hidden_states))
         dropout_p = self.dropout_p if self.training else 0.0
