@@ -24,6 +24,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from lfcli.kernels import banded_attention, resolve_backend
+from lfcli.kernels.fused import linear_gelu
 from lfcli.kernels.chunked import global_columns
 
 from .config import LongformerConfig
@@ -190,6 +191,8 @@ class LongformerIntermediate(nn.Module):
         self.act = ACT2FN[config.hidden_act]
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+        if self.act is F.gelu:  # one fused matmul + bias + GELU on the CPU (lfcli.kernels.fused)
+            return linear_gelu(hidden_states, self.dense.weight, self.dense.bias)
         return self.act(self.dense(hidden_states))
 
 
