@@ -7,7 +7,9 @@ The twin of `reference.reference_attention` (same arguments, same result), built
   w1 rows on each side, every block's span is a strided *view* (`unfold`) of the key tensor,
   so no copy of K or V is made per block.
 * The global keys of the sample are joined to each span as extra columns, so a single
-  softmax covers [global columns | band], as the reference does.
+  softmax covers [global columns | band], as the reference does. In fp32 inference the
+  columns are instead merged after the band by log-sum-exp (`_merge_columns`): the same
+  softmax, without copying every span to prepend the columns.
 * Each block is then one call of `scaled_dot_product_attention` with an additive mask (band
   edges, padding and global keys removed from the band). On CPU that is PyTorch's fused
   flash kernel: the (c x S) score tile never goes to memory, it accumulates in float32, and
@@ -88,37 +90,65 @@ def _banded(
     rel = torch.arange(span, device=q.device)[None, :] - torch.arange(c, device=q.device)[:, None]
     outside_band = (rel < 0) | (rel > 2 * left) if left else torch.zeros_like(rel, dtype=torch.bool)
     excluded = F.pad(band_excluded, (left, right), value=True).unfold(1, span, c)  # (B, nb, span)
-    band_masked = outside_band[None, None] | excluded[:, :, None, :]  # (B, nb, c, span)
-    cols_masked = ~cols_valid[:, None, None, :].expand(B, num_blocks, c, G)
-    bias = torch.zeros((B, num_blocks, c, G + span), dtype=q.dtype, device=q.device)
-    bias.masked_fill_(torch.cat([cols_masked, band_masked], dim=-1), neg)
+    band_bias = torch.zeros((B, num_blocks, c, span), dtype=q.dtype, device=q.device)
+    band_bias.masked_fill_(outside_band[None, None] | excluded[:, :, None, :], neg)
+    merge_after = G > 0 and _can_merge_columns_after(q, k, v, dropout_p)
 
     qp = F.pad(q, (0, 0, 0, padded - L))
     kp = F.pad(k, (0, 0, left, right))
     vp = F.pad(v, (0, 0, left, right))
-    # With global columns each block's keys become a copy ([columns | span]); taking a few
-    # blocks at a time bounds that copy (~8M elements) instead of copying K and V span/c times.
-    step = num_blocks if not G else max(1, (1 << 23) // (H * (G + span) * D))
+    # With global columns joined, each block's keys become a copy ([columns | span]); taking a
+    # few blocks at a time bounds that copy (~8M elements) instead of copying K and V span/c times.
+    step = num_blocks if not G or merge_after else max(1, (1 << 23) // (H * (G + span) * D))
     outs = []
     for b in range(B):  # per sample, so that the spans below stay views of kp/vp
         q_blocks = qp[b].view(H, num_blocks, c, D).transpose(0, 1)  # (nb, H, c, D)
         k_spans = kp[b].unfold(1, span, c).permute(1, 0, 3, 2)  # (nb, H, span, D)
         v_spans = vp[b].unfold(1, span, c).permute(1, 0, 3, 2)
+        if merge_after:
+            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                q_blocks, k_spans, v_spans, 0.0, False, attn_mask=band_bias[b, :, None], scale=1.0
+            )  # (nb, H, c, D), (nb, H, c)
+            o = o.transpose(0, 1).reshape(H, padded, D)[:, :L]
+            lse = lse.transpose(0, 1).reshape(H, padded)[:, :L]
+            outs.append(_merge_columns(o, lse, q[b], k_cols[b], v_cols[b], cols_valid[b]))
+            continue
         pieces = []
         for s0 in range(0, num_blocks, step):
             s1 = min(num_blocks, s0 + step)
-            ks, vs = k_spans[s0:s1], v_spans[s0:s1]
+            ks, vs, bias = k_spans[s0:s1], v_spans[s0:s1], band_bias[b, s0:s1]
             if G:
                 ks = torch.cat([k_cols[b].expand(s1 - s0, H, G, D), ks], dim=2)
                 vs = torch.cat([v_cols[b].expand(s1 - s0, H, G, D), vs], dim=2)
+                cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], neg)
+                bias = torch.cat([cols.expand(s1 - s0, c, G), bias], dim=-1)
             pieces.append(
                 F.scaled_dot_product_attention(
-                    q_blocks[s0:s1], ks, vs, attn_mask=bias[b, s0:s1, None], dropout_p=dropout_p, scale=1.0
+                    q_blocks[s0:s1], ks, vs, attn_mask=bias[:, None], dropout_p=dropout_p, scale=1.0
                 )
             )  # (blocks, H, c, D)
         o = pieces[0] if len(pieces) == 1 else torch.cat(pieces)
         outs.append(o.transpose(0, 1).reshape(H, padded, D)[:, :L])
-    return torch.stack(outs)
+    return outs[0][None] if B == 1 else torch.stack(outs)
+
+
+def _can_merge_columns_after(q, k, v, dropout_p: float) -> bool:
+    """In fp32 inference on the CPU the global columns can be merged after the band by their
+    log-sum-exp, which needs the fused kernel's LSE: only its CPU op returns it, and autograd
+    does not differentiate through it. Training keeps the joined softmax."""
+    needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    return q.device.type == "cpu" and q.dtype == torch.float32 and dropout_p == 0.0 and not needs_grad
+
+
+def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid):
+    """One softmax over [columns | band] from two: o_band and lse_band (H, L, D), (H, L) from
+    the band; the columns' scores are tiny (H, L, G). The band's share of the probability mass
+    is exp(lse_band) / (exp(lse_band) + exp(lse_cols)) = sigmoid(lse_band - lse_cols)."""
+    scores = torch.matmul(q, k_cols.transpose(-1, -2))  # (H, L, G)
+    scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
+    lse_cols = torch.logsumexp(scores, dim=-1)
+    o_cols = torch.matmul(torch.exp(scores - lse_cols[..., None]), v_cols)
+    return torch.lerp(o_cols, o_band, torch.sigmoid(lse_band - lse_cols)[..., None])
 
 
 def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:

@@ -110,10 +110,12 @@ class LongformerSelfAttention(nn.Module):
         )  # (B, H, n, D)
         if global_index.shape[1]:
             rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend)  # (B, H, G, D)
-            index = global_index[:, None, :, None].expand_as(rows)
-            # Empty slots point at non-global positions; the `where` below ignores them.
-            scattered = torch.zeros_like(out).scatter(2, index, rows)
-            out = torch.where(is_global[:, None, :, None], scattered, out)
+            b, g = global_valid.nonzero(as_tuple=True)  # the filled slots only
+            where = (b, slice(None), global_index[b, g])
+            # Overwrite the global tokens' rows: in place when autograd does not need `out`.
+            if torch.is_grad_enabled() and out.requires_grad:
+                out = out.clone()
+            out[where] = rows[b, :, g]
         return out.transpose(1, 2).reshape(B, n, hidden)
 
     def global_rows(
