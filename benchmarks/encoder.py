@@ -1,0 +1,184 @@
+"""Benchmark: the whole Longformer encoder on one long document, lfcli vs transformers.
+
+A base-size Longformer with random weights (hidden 768, 12 layers, 12 heads, FFN 3072,
+window 512, 4098 positions) is built with transformers, saved with save_pretrained and loaded
+back with lfcli, so both run the same weights. Input: 4096 tokens, batch 1, global attention
+on token 0. Reports tokens/s, the ratio to transformers and to the roofline.
+
+    python benchmarks/encoder.py               # 12 layers, 4096 tokens
+    python benchmarks/encoder.py --quick       # 4 layers, fewer repeats
+    python benchmarks/encoder.py --model DIR   # a checkpoint folder instead of random weights
+
+Hook for the bundled model: `resolve_model_dir` turns a --model value into a checkpoint folder;
+`load_models` loads lfcli's and transformers' encoders from a folder. A CLI/folder mode for the
+bundled lfcli model can plug its name lookup into `resolve_model_dir`.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+BASE = dict(vocab_size=50265, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+            intermediate_size=3072, attention_window=512, max_position_embeddings=4098,
+            type_vocab_size=1, pad_token_id=1, bos_token_id=0, eos_token_id=2, sep_token_id=2)
+TINY = dict(BASE, vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+            intermediate_size=128, attention_window=64, max_position_embeddings=514)
+TARGET_SPEEDUP = 2.5
+
+
+def resolve_model_dir(name_or_path: str) -> Path:
+    """--model value -> checkpoint folder (config.json + model.safetensors).
+
+    Today: a folder path. The lead's CLI/folder mode for the bundled model can resolve a
+    bundled model's name here (e.g. through lfcli's model registry) without touching the rest."""
+    path = Path(name_or_path).expanduser()
+    if (path / "config.json").exists():
+        return path
+    raise SystemExit(f"--model {name_or_path}: not a checkpoint folder (no config.json); "
+                     "bundled-model names are not wired into this benchmark yet")
+
+
+def save_random_model(config_kwargs: dict, folder: Path) -> None:
+    """A transformers LongformerModel with its own random initialisation, saved to `folder`."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.LongformerConfig(**config_kwargs, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = transformers.LongformerModel(config)
+    model.save_pretrained(folder)
+
+
+def load_models(folder: Path, device, dtype):
+    """(lfcli LongformerModel, transformers LongformerModel), same weights, eval mode."""
+    import transformers
+    from lfcli.models import LongformerModel
+
+    lf = LongformerModel.from_pretrained(folder).to(device=device, dtype=dtype).eval()
+    hf = transformers.LongformerModel.from_pretrained(folder).to(device=device, dtype=dtype).eval()
+    return lf, hf
+
+
+def parse_args(argv):
+    p = common.base_parser(__doc__.split("\n\n")[0])
+    p.add_argument("--tokens", type=int, default=None, help="sequence length (default 4096; must fit the positions)")
+    p.add_argument("--layers", type=int, default=None, help="number of layers (default 12; quick: 4)")
+    p.add_argument("--dtype", default="fp32", choices=sorted(common.DTYPES))
+    p.add_argument("--model", default=None, help="checkpoint folder to benchmark instead of random weights")
+    p.add_argument("--no-transformers", action="store_true", help="time lfcli only")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    device = common.setup(args)
+    common.quiet_transformers()
+    dtype = common.DTYPES[args.dtype]
+    warmup, repeats = common.repeats_for(args, quick=2, full=3)
+    info = common.machine_info(device)
+    common.print_header("Encoder: lfcli vs transformers LongformerModel", info)
+
+    with tempfile.TemporaryDirectory(prefix="lfcli-bench-") as tmp:
+        if args.model:
+            folder = resolve_model_dir(args.model)
+        else:
+            config_kwargs = dict(TINY if args.tiny else BASE)
+            config_kwargs["num_hidden_layers"] = args.layers or (config_kwargs["num_hidden_layers"] if not args.quick else 4)
+            folder = Path(tmp)
+            t0 = time.perf_counter()
+            save_random_model(config_kwargs, folder)
+            print(f"random transformers model saved in {time.perf_counter() - t0:.1f}s")
+        lf, hf = load_models(folder, device, dtype)
+        if args.no_transformers:
+            hf = None
+        cfg = lf.config
+        n = args.tokens or (256 if args.tiny else min(4096, cfg.max_tokens))
+        L, h, H, i = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size
+        windows = cfg.attention_windows
+        flops = sum(common.encoder_layer_flops(n, h, H, w, i) for w in windows)
+        rate = common.matmul_gflops(device, torch.float32, size=common.matmul_size(args))
+        rate_dt = common.matmul_gflops(device, dtype, size=common.matmul_size(args)) if dtype != torch.float32 else rate
+        print(f"{L} layers, hidden {h}, {H} heads, FFN {i}, window {windows[0]}, {n} tokens, batch 1, "
+              f"one global token, {args.dtype}; median of {repeats} runs after {warmup} warm-up")
+        print(common.ENCODER_FLOPS_TEXT)
+        print(f"FLOPs per forward: {flops / 1e9:.1f} G; large fp32 matmul {rate:.0f} GFLOP/s"
+              + (f", {args.dtype} matmul {rate_dt:.0f} GFLOP/s" if dtype != torch.float32 else "")
+              + "; roofline time = FLOPs / fp32 matmul rate")
+
+        g = torch.Generator().manual_seed(2)
+        ids = torch.randint(3, cfg.vocab_size, (1, n), generator=g).to(device)
+        ids[:, 0] = cfg.bos_token_id
+        mask = torch.ones_like(ids)
+        global_mask = torch.zeros_like(ids)
+        global_mask[:, 0] = 1
+
+        runs = {"lfcli": lambda: lf(ids, attention_mask=mask, global_attention_mask=global_mask)}
+        if hf is not None:
+            runs["transformers"] = lambda: hf(input_ids=ids, attention_mask=mask, global_attention_mask=global_mask).last_hidden_state
+        results = {}
+        outs = {}
+        for name, fn in runs.items():
+            with torch.inference_mode():
+                t0 = time.perf_counter()
+                outs[name] = fn().float()
+                common.sync(device)
+                first = time.perf_counter() - t0
+            r = common.bench(fn, device, warmup=max(warmup - 1, 0), repeats=repeats)
+            r["first_call_s"] = first
+            results[name] = r
+            print(f"  measured {name}: {r['median_s']:.2f} s", flush=True)
+        diff = (outs["lfcli"] - outs["transformers"]).abs().max().item() if "transformers" in outs else None
+        del outs
+
+    roof = flops / (rate * 1e9)
+    hf_t = results.get("transformers", {}).get("median_s")
+    rows = []
+    for name, r in results.items():
+        t = r["median_s"]
+        rows.append([name, f"{t:.3f}", f"{n / t:.0f}", f"{hf_t / t:.2f}" if hf_t else "-",
+                     f"{flops / t / 1e9:.0f}", f"{t / roof:.2f}", f"{r['first_call_s']:.2f}"])
+    rows.append(["roofline", f"{roof:.3f}", f"{n / roof:.0f}", f"{hf_t / roof:.2f}" if hf_t else "-", f"{rate:.0f}", "1.00", ""])
+    print()
+    common.print_table(["impl", "time s", "tokens/s", "speed x transformers", "GFLOP/s", "x roofline", "1st call s"], rows)
+    if diff is not None:
+        print(f"max |lfcli - transformers| on the last hidden states: {diff:.2e}")
+    targets = []
+    if hf_t:
+        speedup = hf_t / results["lfcli"]["median_s"]
+        note = "" if L == 12 else f" ({L} layers)"
+        targets.append({"name": f"encoder {n} tokens tokens/s lfcli/transformers{note}", "value": f"{speedup:.2f}x",
+                        "target": f">= {TARGET_SPEEDUP}x", "pass": None if args.tiny else speedup >= TARGET_SPEEDUP})
+    common.print_targets(targets)
+    info["load_average_end"] = common.load_average()
+    print(f"load average at end: {info['load_average_end']}")
+    out = {"benchmark": "encoder", "machine": info, "tokens": n, "layers": L, "hidden": h, "heads": H,
+           "intermediate": i, "window": windows[0], "dtype": args.dtype, "model": args.model or "random",
+           "flops": flops, "flops_formula": common.ENCODER_FLOPS_TEXT, "matmul_gflops": rate,
+           "roofline_s": roof, "results": results, "max_abs_diff": diff, "targets": targets}
+    common.write_json(args.json, out)
+    if args.plot:
+        plot(out, args.plot)
+    return out
+
+
+def plot(out, path):
+    plt = common.get_pyplot()
+    if plt is None:
+        return
+    names = list(out["results"]) + ["roofline"]
+    tps = [out["tokens"] / out["results"][k]["median_s"] for k in out["results"]] + [out["tokens"] / out["roofline_s"]]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.bar(names, tps, color=["tab:blue", "tab:orange", "tab:gray"][: len(names)])
+    ax.set(title=f"encoder, {out['layers']} layers, {out['tokens']} tokens ({out['dtype']})", ylabel="tokens/s")
+    common.save_figure(plt, fig, path)
+
+
+if __name__ == "__main__":
+    main()

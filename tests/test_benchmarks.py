@@ -1,0 +1,123 @@
+"""The benchmark scripts run (tiny shapes) and write their results; no timing is asserted.
+
+Each script's main() is called in-process with --tiny (the attention script also spawns its
+peak-memory subprocess), plus one real command line. FlexAttention compilation is slow, so the
+flex case runs only with LFCLI_SLOW_TESTS=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import attention  # noqa: E402
+import common  # noqa: E402
+import encoder  # noqa: E402
+import run_all  # noqa: E402
+import scaling  # noqa: E402
+import short_docs  # noqa: E402
+
+slow = pytest.mark.skipif(os.environ.get("LFCLI_SLOW_TESTS") != "1", reason="set LFCLI_SLOW_TESTS=1")
+
+
+def _plot_ok(path: Path, printed: str) -> bool:
+    return path.exists() or "matplotlib is not installed" in printed
+
+
+def test_attention_tiny(tmp_path, capsys):
+    out = tmp_path / "attention.json"
+    res = attention.main(["--tiny", "--sizes", "128", "--impls", "lfcli,transformers,sdpa_dense",
+                          "--memory", "targets", "--json", str(out), "--plot", str(tmp_path / "a.png")])
+    printed = capsys.readouterr().out
+    assert json.loads(out.read_text())["benchmark"] == "attention"
+    cases = {c["impl"]: c for c in res["cases"]}
+    assert set(cases) == {"lfcli", "transformers", "sdpa_dense"}
+    for c in cases.values():
+        assert "error" not in c, c
+        assert c["median_s"] > 0
+    # Global projections are copies of the local ones, so all implementations agree.
+    assert cases["transformers"]["max_abs_diff"] < 1e-4
+    assert cases["sdpa_dense"]["max_abs_diff"] < 1e-4
+    # peak memory measured in a fresh subprocess for lfcli and transformers
+    assert "peak_mb" in cases["lfcli"] and "peak_mb" in cases["transformers"], cases
+    assert "roofline" in printed and "3*2*n*h*h" in printed
+    assert _plot_ok(tmp_path / "a.png", printed)
+
+
+def test_attention_targets_and_failures_are_reported():
+    rates = {"fp32": 100.0}
+    flops = common.attention_flops(4096, 768, 12, 512)
+    cases = [
+        {"impl": "lfcli", "n": 4096, "dtype": "fp32", "flops": flops, "median_s": 0.1, "peak_mb": 100.0},
+        {"impl": "transformers", "n": 4096, "dtype": "fp32", "flops": flops, "median_s": 1.0, "peak_mb": 400.0},
+        {"impl": "lfcli", "n": 16384, "dtype": "fp32", "flops": 4 * flops, "median_s": 0.4, "peak_mb": 500.0},
+        {"impl": "flex", "n": 4096, "dtype": "fp32", "flops": flops, "error": "BackendCompilerFailed: boom"},
+    ]
+    targets = {t["name"]: t["pass"] for t in attention.evaluate_targets(cases, rates, ["fp32"])}
+    assert targets == {
+        "attention fp32 n=4k time lfcli/transformers": True,
+        "attention fp32 n=4k time / fp32 roofline": flops / 100e9 * 1.5 >= 0.1,
+        "attention fp32 n=4k peak memory lfcli/transformers": True,
+        "attention fp32 lfcli peak memory 16k/4k": False,
+    }
+    rows = attention.table_rows(cases, rates, ["fp32"], [4096], ["lfcli", "transformers", "flex"])
+    assert any("ERROR: BackendCompilerFailed" in str(cell) for row in rows for cell in row)
+
+
+def test_flex_block_mask_matches_create_block_mask():
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    for n, w1 in ((384, 64), (300, 100), (1024, 256)):
+        mine = attention.band_block_mask(n, w1, "cpu")
+        ref = create_block_mask(attention.allowed_mask_mod(w1), None, None, n, n, device="cpu")
+        assert torch.equal(mine.to_dense(), ref.to_dense()), (n, w1)
+
+
+@slow
+def test_attention_flex_tiny(tmp_path):
+    res = attention.main(["--tiny", "--sizes", "128", "--impls", "lfcli,flex", "--memory", "none"])
+    flex = next(c for c in res["cases"] if c["impl"] == "flex")
+    assert "error" in flex or flex["max_abs_diff"] < 1e-4
+
+
+def test_encoder_tiny(tmp_path):
+    out = tmp_path / "encoder.json"
+    res = encoder.main(["--tiny", "--json", str(out)])
+    assert set(res["results"]) == {"lfcli", "transformers"}
+    assert res["max_abs_diff"] < 1e-4  # same weights through save_pretrained / from_pretrained
+    assert json.loads(out.read_text())["benchmark"] == "encoder"
+
+
+def test_short_docs_tiny(tmp_path):
+    res = short_docs.main(["--tiny", "--docs", "8", "--batch-size", "4", "--json", str(tmp_path / "s.json")])
+    assert res["cosine_min"] > 0.999
+    assert set(res["results"]) == {"lfcli", "sentence-transformers"}
+
+
+def test_scaling_tiny_command_line(tmp_path):
+    out = tmp_path / "scaling.json"
+    proc = subprocess.run([sys.executable, str(BENCH / "scaling.py"), "--tiny", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "us/token" in proc.stdout
+    res = json.loads(out.read_text())
+    assert [c["n"] for c in res["cases"]] == list(scaling.TINY_SIZES)
+
+
+def test_run_all_tiny(tmp_path, capsys):
+    res = run_all.main(["--tiny", "--only", "scaling", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert "error" not in res["benchmarks"]["scaling"]
+    assert (tmp_path / "results.json").exists() and (tmp_path / "report.txt").exists()
+    assert (tmp_path / "scaling.json").exists()
+    assert "Triton banded kernel" in printed
+    assert "Summary of targets" in (tmp_path / "report.txt").read_text()
