@@ -346,6 +346,14 @@ def write_json(path: str | os.PathLike | None, results: dict) -> None:
     print(f"results written to {path}")
 
 
+def finish(args, out: dict, plot: Callable[[dict, str], None]) -> dict:
+    """Every script's last step: the JSON file (--json) and the plot (--plot), if asked."""
+    write_json(args.json, out)
+    if args.plot:
+        plot(out, args.plot)
+    return out
+
+
 def get_pyplot():
     """matplotlib.pyplot with the Agg backend, or None (after a notice) when not installed."""
     try:

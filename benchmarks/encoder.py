@@ -162,10 +162,7 @@ def main(argv=None) -> dict:
            "intermediate": i, "window": windows[0], "dtype": args.dtype, "model": args.model or "random",
            "flops": flops, "flops_formula": common.ENCODER_FLOPS_TEXT, "matmul_gflops": rate,
            "roofline_s": roof, "results": results, "max_abs_diff": diff, "targets": targets}
-    common.write_json(args.json, out)
-    if args.plot:
-        plot(out, args.plot)
-    return out
+    return common.finish(args, out, plot)
 
 
 def plot(out, path):

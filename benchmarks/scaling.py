@@ -94,10 +94,7 @@ def main(argv=None) -> dict:
     out = {"benchmark": "scaling", "machine": info, "config": {k: v for k, v in cfg.items()}, "dtype": args.dtype,
            "base_n": base_n, "matmul_gflops": rate, "flops_formula": common.ENCODER_FLOPS_TEXT,
            "cases": cases, "targets": targets}
-    common.write_json(args.json, out)
-    if args.plot:
-        plot(out, args.plot)
-    return out
+    return common.finish(args, out, plot)
 
 
 def plot(out, path):

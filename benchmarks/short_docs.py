@@ -137,10 +137,7 @@ def main(argv=None) -> dict:
     print(f"load average at end: {info['load_average_end']}")
     out = {"benchmark": "short_docs", "machine": info, "docs": docs, "tokens_per_doc": n_tokens, "batch_size": batch,
            "model_dir": str(folder), "results": results, "cosine_min": cos.min().item(), "targets": targets}
-    common.write_json(args.json, out)
-    if args.plot:
-        plot(out, args.plot)
-    return out
+    return common.finish(args, out, plot)
 
 
 def plot(out, path):
