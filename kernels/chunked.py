@@ -3,17 +3,22 @@
 The twin of `reference.reference_attention` (same arguments, same result), built for speed:
 
 * Queries are cut into blocks of `c` rows. Block b's queries [b*c, b*c + c) can only see keys
-  in [b*c - w1, b*c + c - 1 + w1], a span of S = c + 2*w1 keys. After padding the keys with
-  w1 rows on each side, every block's span is a strided *view* (`unfold`) of the key tensor,
-  so no copy of K or V is made per block.
+  in [b*c - w1, b*c + c - 1 + w1], a span of S = c + 2*w1 keys. Every block's span is a
+  strided *view* (`unfold`) of the key tensor, so no copy of K or V is made per block. Only
+  the blocks at the two ends, whose spans run past the sequence, get a padded copy of their
+  own few keys.
+* The work is done in the row layout (B, n, H, D) in which the projections produce q, k, v
+  and the fused kernel stores its output: nothing is transposed on the way in or out.
+* All blocks share one (c x S) band mask, except the "dirty" ones whose span holds an
+  excluded key (padding, a global token, or a position past either end): those get a mask
+  of their own. Consecutive blocks of the same kind are one call.
 * The global keys of the sample are joined to each span as extra columns, so a single
   softmax covers [global columns | band], as the reference does. In fp32 inference the
   columns are instead merged after the band by log-sum-exp (`_merge_columns`): the same
   softmax, without copying every span to prepend the columns.
-* Each block is then one call of `scaled_dot_product_attention` with an additive mask (band
-  edges, padding and global keys removed from the band). On CPU that is PyTorch's fused
-  flash kernel: the (c x S) score tile never goes to memory, it accumulates in float32, and
-  autograd works through it. Nothing of size n x n is ever allocated.
+* Each call is `scaled_dot_product_attention` with an additive mask. On CPU that is
+  PyTorch's fused flash kernel: the (c x S) score tile never goes to memory, it accumulates
+  in float32, and autograd works through it. Nothing of size n x n is ever allocated.
 * Inputs that fit inside the window (n <= w1 + 1, so every key is in every query's band)
   take one dense fused call over the whole batch (`_dense`): no banded overhead, no copies.
 * Dilation d is turned into undilated windows over the d interleaved sub-sequences of
@@ -56,9 +61,19 @@ def global_columns(is_global: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
 
 
 def _gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """x: (B, H, n, D), index: (B, G) -> (B, H, G, D)."""
-    B, H, _, D = x.shape
-    return torch.gather(x, 2, index[:, None, :, None].expand(B, H, index.shape[1], D))
+    """x: (B, n, H, D), index: (B, G) -> (B, G, H, D)."""
+    B, _, H, D = x.shape
+    return torch.gather(x, 1, index[:, :, None, None].expand(B, index.shape[1], H, D))
+
+
+def _runs(dirty: list[bool]) -> list[tuple[int, int, bool]]:
+    """Maximal runs [b0, b1) of consecutive blocks with the same dirtiness."""
+    runs, b0 = [], 0
+    for b in range(1, len(dirty) + 1):
+        if b == len(dirty) or dirty[b] != dirty[b0]:
+            runs.append((b0, b, dirty[b0]))
+            b0 = b
+    return runs
 
 
 def _banded(
@@ -72,64 +87,67 @@ def _banded(
     cols_valid: torch.Tensor,
     dropout_p: float,
 ) -> torch.Tensor:
-    """Undilated band + global columns. q, k, v: (B, H, L, D); band_excluded: (B, L) bool;
-    k_cols, v_cols: (B, H, G, D); cols_valid: (B, G). Returns (B, H, L, D)."""
-    B, H, L, D = q.shape
-    G = k_cols.shape[2]
-    if L <= w1 + 1:
-        c, num_blocks, left = L, 1, 0  # dense: one block whose span is the whole sequence
-    else:
-        c = block_size_for(w1)
-        num_blocks, left = -(-L // c), w1
-    padded = num_blocks * c
-    span = c + 2 * left
-    right = padded - L + left
-
+    """Undilated band + global columns, in the row layout. q, k, v: (B, L, H, D) (any strides,
+    D contiguous); band_excluded: (B, L) bool; k_cols, v_cols: (B, G, H, D); cols_valid: (B, G).
+    Returns (B, L, H, D), contiguous."""
+    B, L, H, D = q.shape
+    G = k_cols.shape[1]
+    # A sub-sequence that fits in the window (dilated heads on short inputs) is one block whose
+    # span is the whole sub-sequence; otherwise blocks of c rows see w1 keys on either side.
+    c, w1 = (L, 0) if L <= w1 + 1 else (block_size_for(w1), w1)
+    num_blocks, span = -(-L // c), c + 2 * w1
     neg = torch.finfo(q.dtype).min
-    # (c, span): key s of a block's span is in the band of row r when 0 <= s - r <= 2*w1
+    # Key s of a block's span is in the band of the block's row r when 0 <= s - r <= 2*w1: the
+    # same (c, span) pattern for every block. Blocks whose span holds no excluded key (padding,
+    # a global token, or a position past either end) need nothing else: one small mask shared
+    # by all of them. Only the others ("dirty": the two ends, and around globals and padding)
+    # get a mask of their own.
     rel = torch.arange(span, device=q.device)[None, :] - torch.arange(c, device=q.device)[:, None]
-    outside_band = (rel < 0) | (rel > 2 * left) if left else torch.zeros_like(rel, dtype=torch.bool)
-    excluded = F.pad(band_excluded, (left, right), value=True).unfold(1, span, c)  # (B, nb, span)
-    band_bias = torch.zeros((B, num_blocks, c, span), dtype=q.dtype, device=q.device)
-    band_bias.masked_fill_(outside_band[None, None] | excluded[:, :, None, :], neg)
+    outside_band = (rel < 0) | (rel > 2 * w1) if w1 else torch.zeros_like(rel, dtype=torch.bool)
+    shared_bias = torch.zeros((1, 1, c, span), dtype=q.dtype, device=q.device).masked_fill_(outside_band, neg)
+    excluded = F.pad(band_excluded, (w1, num_blocks * c - L + w1), value=True).unfold(1, span, c)  # (B, nb, span)
+    dirty = excluded.any(dim=-1).tolist()
     merge_after = G > 0 and _can_merge_columns_after(q, k, v, dropout_p)
-
-    qp = F.pad(q, (0, 0, 0, padded - L))
-    kp = F.pad(k, (0, 0, left, right))
-    vp = F.pad(v, (0, 0, left, right))
-    # With global columns joined, each block's keys become a copy ([columns | span]); taking a
-    # few blocks at a time bounds that copy (~8M elements) instead of copying K and V span/c times.
+    # Joining the columns to the spans (training) copies each block's keys; a few blocks at a
+    # time bounds that copy (~8M elements).
     step = num_blocks if not G or merge_after else max(1, (1 << 23) // (H * (G + span) * D))
-    outs = []
-    for b in range(B):  # per sample, so that the spans below stay views of kp/vp
-        q_blocks = qp[b].view(H, num_blocks, c, D).transpose(0, 1)  # (nb, H, c, D)
-        k_spans = kp[b].unfold(1, span, c).permute(1, 0, 3, 2)  # (nb, H, span, D)
-        v_spans = vp[b].unfold(1, span, c).permute(1, 0, 3, 2)
-        if merge_after:
-            o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                q_blocks, k_spans, v_spans, 0.0, False, attn_mask=band_bias[b, :, None], scale=1.0
-            )  # (nb, H, c, D), (nb, H, c)
-            o = o.transpose(0, 1).reshape(H, padded, D)[:, :L]
-            lse = lse.transpose(0, 1).reshape(H, padded)[:, :L]
-            outs.append(_merge_columns(o, lse, q[b], k_cols[b], v_cols[b], cols_valid[b]))
-            continue
-        pieces = []
-        for s0 in range(0, num_blocks, step):
-            s1 = min(num_blocks, s0 + step)
-            ks, vs, bias = k_spans[s0:s1], v_spans[s0:s1], band_bias[b, s0:s1]
-            if G:
-                ks = torch.cat([k_cols[b].expand(s1 - s0, H, G, D), ks], dim=2)
-                vs = torch.cat([v_cols[b].expand(s1 - s0, H, G, D), vs], dim=2)
-                cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], neg)
-                bias = torch.cat([cols.expand(s1 - s0, c, G), bias], dim=-1)
-            pieces.append(
-                F.scaled_dot_product_attention(
-                    q_blocks[s0:s1], ks, vs, attn_mask=bias[:, None], dropout_p=dropout_p, scale=1.0
-                )
-            )  # (blocks, H, c, D)
-        o = pieces[0] if len(pieces) == 1 else torch.cat(pieces)
-        outs.append(o.transpose(0, 1).reshape(H, padded, D)[:, :L])
-    return outs[0][None] if B == 1 else torch.stack(outs)
+
+    out = q.new_empty((B, L, H, D))
+    for b in range(B):  # per sample, so that each run's spans stay views of k and v
+        for b0, b1, is_dirty in _runs(dirty[b]):
+            for s0 in range(b0, b1, step):
+                s1 = min(b1, s0 + step)
+                r0, r1 = s0 * c, min(s1 * c, L)  # query rows of these blocks
+                k0, k1 = r0 - w1, s1 * c + w1  # their keys; rows outside [0, L) are padding
+                pad = (max(0, -k0), max(0, k1 - L))
+                q_rows, k_rows, v_rows = q[b, r0:r1], k[b, max(0, k0) : min(L, k1)], v[b, max(0, k0) : min(L, k1)]
+                if r1 - r0 < (s1 - s0) * c:
+                    q_rows = F.pad(q_rows, (0, 0, 0, 0, 0, (s1 - s0) * c - (r1 - r0)))
+                if pad != (0, 0):  # only the two end runs: a copy of their own keys, not of K
+                    k_rows = F.pad(k_rows, (0, 0, 0, 0, *pad))
+                    v_rows = F.pad(v_rows, (0, 0, 0, 0, *pad))
+                q_blocks = q_rows.view(s1 - s0, c, H, D).transpose(1, 2)  # (nb, H, c, D)
+                k_spans = k_rows.unfold(0, span, c).permute(0, 1, 3, 2)  # (nb, H, span, D), a view
+                v_spans = v_rows.unfold(0, span, c).permute(0, 1, 3, 2)
+                bias = shared_bias
+                if is_dirty:
+                    bias = shared_bias.expand(s1 - s0, 1, c, span).masked_fill(excluded[b, s0:s1, None, None, :], neg)
+                if merge_after:
+                    o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                        q_blocks, k_spans, v_spans, 0.0, False, attn_mask=bias, scale=1.0
+                    )  # o (nb, H, c, D) and lse (nb, H, c), both stored row-major as (nb, c, H, ...)
+                    o = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
+                    lse = lse.transpose(1, 2).reshape(-1, H)[: r1 - r0]
+                    _merge_columns(o, lse, q[b, r0:r1], k_cols[b], v_cols[b], cols_valid[b], out=out[b, r0:r1])
+                    continue
+                if G:
+                    k_spans = torch.cat([k_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), k_spans], dim=2)
+                    v_spans = torch.cat([v_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), v_spans], dim=2)
+                    cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], neg)
+                    bias = torch.cat([cols.expand(bias.shape[0], 1, c, G), bias], dim=-1)
+                o = F.scaled_dot_product_attention(q_blocks, k_spans, v_spans, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
+                out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
+    return out
 
 
 def _can_merge_columns_after(q, k, v, dropout_p: float) -> bool:
@@ -140,15 +158,19 @@ def _can_merge_columns_after(q, k, v, dropout_p: float) -> bool:
     return q.device.type == "cpu" and q.dtype == torch.float32 and dropout_p == 0.0 and not needs_grad
 
 
-def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid):
-    """One softmax over [columns | band] from two: o_band and lse_band (H, L, D), (H, L) from
-    the band; the columns' scores are tiny (H, L, G). The band's share of the probability mass
-    is exp(lse_band) / (exp(lse_band) + exp(lse_cols)) = sigmoid(lse_band - lse_cols)."""
-    scores = torch.matmul(q, k_cols.transpose(-1, -2))  # (H, L, G)
+def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out):
+    """One softmax over [columns | band] from two, written to `out`. o_band (L, H, D) and
+    lse_band (L, H) come from the band; q (L, H, D); k_cols, v_cols (G, H, D). The band's share
+    of the probability mass is exp(lse_band) / (exp(lse_band) + exp(lse_cols))
+    = sigmoid(lse_band - lse_cols)."""
+    scores = torch.einsum("lhd,ghd->lhg", q, k_cols)  # (L, H, G): G is small
     scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
-    lse_cols = torch.logsumexp(scores, dim=-1)
-    o_cols = torch.matmul(torch.exp(scores - lse_cols[..., None]), v_cols)
-    return torch.lerp(o_cols, o_band, torch.sigmoid(lse_band - lse_cols)[..., None])
+    if k_cols.shape[0] == 1:  # one column: its softmax is 1, its output is v itself
+        lse_cols, o_cols = scores[..., 0], v_cols[0].expand_as(o_band)
+    else:
+        lse_cols = torch.logsumexp(scores, dim=-1)
+        o_cols = torch.einsum("lhg,ghd->lhd", torch.exp(scores - lse_cols[..., None]), v_cols)
+    return torch.lerp(o_cols, o_band, torch.sigmoid(lse_band - lse_cols)[..., None], out=out)
 
 
 def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:
@@ -171,24 +193,19 @@ def _zero_padded_rows(out: torch.Tensor, key_padding_mask: torch.Tensor) -> torc
 
 
 def _to_subsequences(x: torch.Tensor, d: int, fill) -> torch.Tensor:
-    """(B, ..., n, [D]) with the sequence at dim 1 of the mask or dim 2 of q/k/v -> residues mod d
-    as extra batch entries: (B*d, ..., ceil(n/d), [D])."""
-    if x.dim() == 2:  # mask (B, n)
-        B, n = x.shape
-        L = -(-n // d)
-        x = F.pad(x, (0, L * d - n), value=fill).view(B, L, d).transpose(1, 2)
-        return x.reshape(B * d, L)
-    B, H, n, D = x.shape
+    """(B, n, ...) -> the residues mod d as extra batch entries: (B*d, ceil(n/d), ...).
+    Works for the masks (B, n) and for q/k/v in the row layout (B, n, H, D)."""
+    B, n = x.shape[:2]
     L = -(-n // d)
-    x = F.pad(x, (0, 0, 0, L * d - n)).view(B, H, L, d, D).permute(0, 3, 1, 2, 4)
-    return x.reshape(B * d, H, L, D)
+    pad = [0, 0] * (x.dim() - 2) + [0, L * d - n]
+    x = F.pad(x, pad, value=fill).view(B, L, d, *x.shape[2:]).transpose(1, 2)
+    return x.reshape(B * d, L, *x.shape[3:])
 
 
 def _from_subsequences(x: torch.Tensor, d: int, n: int) -> torch.Tensor:
-    """Inverse of `_to_subsequences` for (B*d, H, L, D) -> (B, H, n, D)."""
-    Bd, H, L, D = x.shape
-    x = x.view(Bd // d, d, H, L, D).permute(0, 2, 3, 1, 4)
-    return x.reshape(Bd // d, H, L * d, D)[:, :, :n]
+    """Inverse of `_to_subsequences` for (B*d, L, H, D) -> (B, n, H, D)."""
+    Bd, L, H, D = x.shape
+    return x.view(Bd // d, d, L, H, D).transpose(1, 2).reshape(Bd // d, L * d, H, D)[:, :n]
 
 
 def chunked_attention(
@@ -202,10 +219,16 @@ def chunked_attention(
     dropout_p: float = 0.0,
 ) -> torch.Tensor:
     """Same contract as `reference_attention`: q, k, v (B, H, n, D), q scaled; masks (B, n);
-    dilation (H,) ints. Returns (B, H, n, D)."""
+    dilation (H,) ints. Returns (B, H, n, D).
+
+    Inside, the work is done in the row layout (B, n, H, D): it is how the projections produce
+    q, k and v (their (B, H, n, D) views are transposes of it), how the fused kernel stores its
+    output, and how the layer's output projection wants it. So no transposing copy is made on
+    the way in or out: the result is a (B, H, n, D) view of a row-major tensor."""
     B, H, n, D = q.shape
     if n <= one_sided_window + 1 and bool((dilation == 1).all()):
         return _dense(q, k, v, key_padding_mask, dropout_p)
+    q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, n, H, D) views
     is_global = is_global & ~key_padding_mask
     band_excluded = key_padding_mask | is_global
     index, valid = global_columns(is_global)
@@ -216,8 +239,8 @@ def chunked_attention(
     for d in sorted(set(dilations)):
         heads = [h for h, dh in enumerate(dilations) if dh == d]
         sel = slice(heads[0], heads[-1] + 1) if heads == list(range(heads[0], heads[-1] + 1)) else heads
-        qh, kh, vh = q[:, sel], k[:, sel], v[:, sel]
-        kc, vc = k_cols[:, sel], v_cols[:, sel]
+        qh, kh, vh = q[:, :, sel], k[:, :, sel], v[:, :, sel]
+        kc, vc = k_cols[:, :, sel], v_cols[:, :, sel]
         if d == 1:
             o = _banded(qh, kh, vh, one_sided_window, band_excluded, kc, vc, valid, dropout_p)
         else:
@@ -235,7 +258,7 @@ def chunked_attention(
             o = _from_subsequences(o, d, n)
         outs.append(o)
         head_order += heads
-    out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+    out = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
     if head_order != list(range(H)):
-        out = out[:, torch.tensor(head_order, device=q.device).argsort()]
-    return _zero_padded_rows(out, key_padding_mask)
+        out = out[:, :, torch.tensor(head_order, device=q.device).argsort()]
+    return _zero_padded_rows(out.transpose(1, 2), key_padding_mask)

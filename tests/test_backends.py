@@ -482,9 +482,11 @@ def test_fused_linear_gelu_matches_plain(shape, dtype):
 
 @pytest.mark.parametrize("n,window,dilation", [(65, 16, 1), (130, 32, [1, 2]), (257, 64, 1), (300, 16, [3, 1])])
 @pytest.mark.parametrize("globals_at", [[0], [0, 5, 64], [1, 40]])
-def test_chunked_inference_merge_matches_reference(n, window, dilation, globals_at):
+@pytest.mark.parametrize("second_has_globals", [True, False])
+def test_chunked_inference_merge_matches_reference(n, window, dilation, globals_at, second_has_globals):
     """fp32 inference merges the global columns after the band (log-sum-exp), a different
-    path from the joined softmax that training takes: both against the reference."""
+    path from the joined softmax that training takes: both against the reference. The second
+    sample either has globals of its own or none (its column slots are all empty)."""
     torch.manual_seed(n)
     B, H, D = 2, 2, 8
     q, k, v = (torch.randn(B, H, n, D) for _ in range(3))
@@ -492,8 +494,9 @@ def test_chunked_inference_merge_matches_reference(n, window, dilation, globals_
     pad[1, n - 9:] = True
     glob = torch.zeros(B, n, dtype=torch.bool)
     glob[0, [g for g in globals_at if g < n]] = True
-    glob[1, globals_at[0]] = True
-    glob[1, n - 3] = True  # a global on a padded position
+    if second_has_globals:
+        glob[1, globals_at[0]] = True
+        glob[1, n - 3] = True  # a global on a padded position
     expected = banded_attention(q.double(), k.double(), v.double(), window, pad, glob, dilation, backend="reference")
     with torch.inference_mode():
         got = banded_attention(q, k, v, window, pad, glob, dilation, backend="chunked")
