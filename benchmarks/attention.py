@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -269,22 +270,22 @@ def main(argv=None) -> dict:
     info = common.machine_info(device)
     common.print_header("Attention layer: lfcli vs transformers vs dense SDPA vs FlexAttention", info)
     print(f"batch 1, hidden {hidden}, {H} heads of {D}, window {shape['window']} (w1 {w1}), one global token; "
-          f"median of {repeats} runs after {warmup} warm-up (fewer, at least 2, when one run exceeds {budget / repeats:.0f}s)")
+          f"median of {repeats} rounds after {warmup} warm-up; each round runs every implementation of one (n, dtype) "
+          f"and a {common.matmul_size(args)}^3 matmul once, in turn (fewer rounds, at least 2, when one round "
+          f"exceeds {budget / repeats:.0f}s per implementation)")
     print(common.ATTENTION_FLOPS_TEXT)
-    rates = {"fp32": common.matmul_gflops(device, torch.float32, size=common.matmul_size(args))}
-    for dt in dtypes:
-        if dt != "fp32":
-            rates[dt] = common.matmul_gflops(device, common.DTYPES[dt], size=common.matmul_size(args))
-    print(f"large matmul ({common.matmul_size(args)}^3): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in rates.items()))
-    print("roofline time = FLOPs / fp32 matmul rate (as specified); 'x roof(dt)' uses the matmul rate of the case's dtype")
+    print("roofline time = FLOPs / fp32 matmul rate, the matmul timed in the same rounds (as specified); "
+          "'x roof(dt)' uses the matmul rate of the case's dtype")
+    matmuls = {dt: common.matmul_case(device, common.DTYPES[dt], common.matmul_size(args)) for dt in {"fp32", *dtypes}}
 
     cases = []
     for dt in dtypes:
         dtype = common.DTYPES[dt]
         for n in sizes:
             flops = common.attention_flops(n, hidden, H, shape["window"])
+            group, fns = [], {}
             reference = None
-            for impl in impls:
+            for impl in impls:  # build each case; its first call doubles as the first warm-up run
                 row = {"impl": impl, "n": n, "dtype": dt, "flops": flops}
                 try:
                     setup = build_case(impl, n, dtype, device, shape, args.backend)
@@ -301,16 +302,24 @@ def main(argv=None) -> dict:
                         reference = out.float()
                     elif reference is not None:
                         row["max_abs_diff"] = (out.float() - reference).abs().max().item()
-                    del out
-                    # The first call doubles as the first warm-up run; slow cases get fewer repeats.
-                    first = row["first_call_s"]
-                    reps = repeats if first * repeats <= budget else max(min(2, repeats), int(budget // first))
-                    row.update(common.bench(fn, device, warmup=max(warmup - 1, 0), repeats=reps))
-                    if impl == "flex":  # compilation = first call minus a steady-state call
-                        row["compile_s"] = max(first - row["median_s"], 0.0)
-                    del fn, setup
+                    del out, setup
+                    fns[impl] = fn
                 except Exception as exc:  # reported in the table, e.g. flex failing to compile
                     row["error"] = common.error_text(exc)
+                group.append(row)
+            rate_keys = {"fp32", dt}
+            timed = common.bench_rounds({**fns, **{f"matmul {k}": matmuls[k][0] for k in rate_keys}}, device,
+                                        warmup=max(warmup - 1, 0), repeats=repeats, budget_s=budget * max(len(fns), 1),
+                                        min_repeats=2)
+            group_rates = {k: matmuls[k][1] / timed[f"matmul {k}"]["median_s"] / 1e9 for k in rate_keys}
+            del fns
+            for row in group:
+                impl = row["impl"]
+                row["matmul_gflops"] = group_rates
+                if "error" not in row:
+                    row.update(timed[impl])
+                    if impl == "flex":  # compilation = first call minus a steady-state call
+                        row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
                 want_memory = memory_mode == "all" or (
                     memory_mode == "targets" and impl in ("lfcli", "transformers") and n in (TARGET_N, LARGE_N, max(sizes)))
                 if want_memory and "error" not in row:
@@ -324,8 +333,11 @@ def main(argv=None) -> dict:
                 cases.append(row)
                 status = row.get("error") or f"{row['median_s'] * 1e3:.1f} ms"
                 print(f"  measured {impl:12s} n={n:6d} {dt}: {status}", flush=True)
+            print("  matmul in the same rounds: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in group_rates.items()))
 
-    rows = table_rows(cases, rates, dtypes, sizes, impls)
+    # one rate per dtype for the summary and the plot: the median over the groups
+    rates = {k: statistics.median(c["matmul_gflops"][k] for c in cases if k in c["matmul_gflops"]) for k in matmuls}
+    rows = table_rows(cases, dtypes, sizes, impls)
     print()
     common.print_table(
         ["n", "dtype", "impl", "time ms", "x transformers", "GFLOP/s", "x roofline", "x roof(dt)",
@@ -336,7 +348,7 @@ def main(argv=None) -> dict:
           "steady call, with whatever Inductor cache is on disk. peak MB = peak RSS growth of one call after "
           "warm-up, in a fresh process (baseline after inputs and weights), plus what the case's setup keeps allocated "
           "(dense: the n x n mask; flex: the block mask).")
-    targets = evaluate_targets(cases, rates, dtypes)
+    targets = evaluate_targets(cases, dtypes)
     common.print_targets(targets)
     info["load_average_end"] = common.load_average()
     print(f"load average at end: {info['load_average_end']}")
@@ -355,7 +367,7 @@ def _find(cases, impl, n, dt):
     return None
 
 
-def table_rows(cases, rates, dtypes, sizes, impls):
+def table_rows(cases, dtypes, sizes, impls):
     rows = []
     for dt in dtypes:
         for n in sizes:
@@ -369,8 +381,9 @@ def table_rows(cases, rates, dtypes, sizes, impls):
                     rows.append([n, dt, impl, "ERROR: " + c["error"], "", "", "", "", "", "", "", "", ""])
                     continue
                 t = c["median_s"]
-                roof = flops / (rates["fp32"] * 1e9)
-                roof_dt = flops / (rates[dt] * 1e9)
+                rate = c["matmul_gflops"]
+                roof = flops / (rate["fp32"] * 1e9)
+                roof_dt = flops / (rate[dt] * 1e9)
                 mem = c.get("peak_mb")
                 rows.append([
                     n, dt, impl, f"{t * 1e3:.1f}",
@@ -384,13 +397,14 @@ def table_rows(cases, rates, dtypes, sizes, impls):
                     f"{c['compile_s']:.2f}" if "compile_s" in c else "-",
                     f"{c['max_abs_diff']:.1e}" if "max_abs_diff" in c else "-",
                 ])
-            roof = flops / (rates["fp32"] * 1e9)
+            rate = _find(cases, impls[0], n, dt)["matmul_gflops"]  # one per group
+            roof = flops / (rate["fp32"] * 1e9)
             rows.append([n, dt, "roofline", f"{roof * 1e3:.1f}", f"{roof / hf_t:.3f}" if hf_t else "-",
-                         f"{rates['fp32']:.0f}", "1.00", f"{rates['fp32'] / rates[dt]:.2f}", "", "", "", "", ""])
+                         f"{rate['fp32']:.0f}", "1.00", f"{rate['fp32'] / rate[dt]:.2f}", "", "", "", "", ""])
     return rows
 
 
-def evaluate_targets(cases, rates, dtypes):
+def evaluate_targets(cases, dtypes):
     targets = []
     for dt in dtypes:
         lf, hf = _find(cases, "lfcli", TARGET_N, dt), _find(cases, "transformers", TARGET_N, dt)
@@ -401,7 +415,7 @@ def evaluate_targets(cases, rates, dtypes):
             targets.append({"name": f"attention {dt} n=4k time lfcli/transformers", "value": f"{r:.3f}x",
                             "target": "<= 0.3x", "pass": r <= 0.3})
         if ok(lf, "median_s"):
-            r = lf["median_s"] / (lf["flops"] / (rates["fp32"] * 1e9))
+            r = lf["median_s"] / (lf["flops"] / (lf["matmul_gflops"]["fp32"] * 1e9))
             targets.append({"name": f"attention {dt} n=4k time / fp32 roofline", "value": f"{r:.2f}x",
                             "target": "<= 1.5x", "pass": r <= 1.5})
         if ok(lf, "peak_mb") and ok(hf, "peak_mb") and hf["peak_mb"] > 0:

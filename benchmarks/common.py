@@ -77,48 +77,65 @@ def sync(device: torch.device) -> None:
 def bench(fn: Callable[[], Any], device: torch.device, warmup: int = 1, repeats: int = 5,
           budget_s: float | None = None, min_repeats: int = 3) -> dict:
     """Median wall time of `fn` over `repeats` runs after `warmup` runs (inference mode).
+    The one-callable case of `bench_rounds` (see there for budget_s)."""
+    return bench_rounds({"fn": fn}, device, warmup, repeats, budget_s, min_repeats)["fn"]
 
-    budget_s: when one warm-up run shows that `repeats` runs would take longer than budget_s,
+
+def bench_rounds(fns: dict[str, Callable[[], Any]], device: torch.device, warmup: int = 1, repeats: int = 5,
+                 budget_s: float | None = None, min_repeats: int = 3) -> dict[str, dict]:
+    """Time several callables side by side, in rounds: after `warmup` calls of each, every
+    round calls each of them once, in turn. The speed of a shared machine drifts by tens of
+    percent over minutes; callables timed in the same rounds see the same drift, so the
+    ratios of their medians hold steady where back-to-back series of runs would not.
+
+    budget_s: when the warm-up shows that `repeats` rounds would take longer than budget_s,
     fewer are made (never fewer than min_repeats), so that slow anchors (dense attention at
-    16k) do not dominate the run time. The number of runs made is in the result.
+    16k) do not dominate the run time. The number of runs made is in each result.
     """
-    times: list[float] = []
+    times: dict[str, list[float]] = {name: [] for name in fns}
     with torch.inference_mode():
-        first = None
-        for _ in range(max(warmup, 0)):
-            sync(device)
-            t = time.perf_counter()
-            fn()
-            sync(device)
-            first = time.perf_counter() - t
-        if budget_s is not None and first is not None and first * repeats > budget_s:
-            repeats = max(min(min_repeats, repeats), int(budget_s // max(first, 1e-9)))
+        round_s = 0.0
+        for fn in fns.values():
+            last = 0.0
+            for _ in range(max(warmup, 0)):
+                sync(device)
+                t = time.perf_counter()
+                fn()
+                sync(device)
+                last = time.perf_counter() - t
+            round_s += last
+        if budget_s is not None and round_s * repeats > budget_s:
+            repeats = max(min(min_repeats, repeats), int(budget_s // max(round_s, 1e-9)))
         for _ in range(repeats):
-            sync(device)
-            t = time.perf_counter()
-            fn()
-            sync(device)
-            times.append(time.perf_counter() - t)
+            for name, fn in fns.items():
+                sync(device)
+                t = time.perf_counter()
+                fn()
+                sync(device)
+                times[name].append(time.perf_counter() - t)
     return {
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "max_s": max(times),
-        "repeats": len(times),
-        "times_s": times,
+        name: {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts), "repeats": len(ts), "times_s": ts}
+        for name, ts in times.items()
     }
+
+
+def matmul_case(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 4096) -> tuple[Callable[[], Any], float]:
+    """A large square matmul and its FLOPs (2*size^3): timed alongside a case, its rate is the
+    roofline's compute ceiling under the same conditions."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    return (lambda: a @ b), 2.0 * size**3
 
 
 _MATMUL_CACHE: dict[tuple, float] = {}
 
 
 def matmul_gflops(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 4096, repeats: int = 5) -> float:
-    """GFLOP/s of a large square matmul (2*size^3 FLOPs): the roofline's compute ceiling."""
+    """GFLOP/s of a large square matmul (2*size^3 FLOPs), measured on its own (once per process)."""
     key = (str(device), dtype, size)
     if key not in _MATMUL_CACHE:
-        a = torch.randn(size, size, device=device, dtype=dtype)
-        b = torch.randn(size, size, device=device, dtype=dtype)
-        r = bench(lambda: a @ b, device, warmup=1, repeats=repeats)
-        _MATMUL_CACHE[key] = 2 * size**3 / r["median_s"] / 1e9
+        fn, flops = matmul_case(device, dtype, size)
+        _MATMUL_CACHE[key] = flops / bench(fn, device, warmup=1, repeats=repeats)["median_s"] / 1e9
     return _MATMUL_CACHE[key]
 
 

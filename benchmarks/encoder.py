@@ -103,14 +103,14 @@ def main(argv=None) -> dict:
         L, h, H, i = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size
         windows = cfg.attention_windows
         flops = sum(common.encoder_layer_flops(n, h, H, w, i) for w in windows)
-        rate = common.matmul_gflops(device, torch.float32, size=common.matmul_size(args))
-        rate_dt = common.matmul_gflops(device, dtype, size=common.matmul_size(args)) if dtype != torch.float32 else rate
+        size = common.matmul_size(args)
+        matmuls = {"matmul fp32": common.matmul_case(device, torch.float32, size)}
+        if dtype != torch.float32:
+            matmuls[f"matmul {args.dtype}"] = common.matmul_case(device, dtype, size)
         print(f"{L} layers, hidden {h}, {H} heads, FFN {i}, window {windows[0]}, {n} tokens, batch 1, "
-              f"one global token, {args.dtype}; median of {repeats} runs after {warmup} warm-up")
+              f"one global token, {args.dtype}; median of {repeats} rounds after {warmup} warm-up; each round "
+              f"runs every implementation and a {size}^3 matmul once, in turn")
         print(common.ENCODER_FLOPS_TEXT)
-        print(f"FLOPs per forward: {flops / 1e9:.1f} G; large fp32 matmul {rate:.0f} GFLOP/s"
-              + (f", {args.dtype} matmul {rate_dt:.0f} GFLOP/s" if dtype != torch.float32 else "")
-              + "; roofline time = FLOPs / fp32 matmul rate")
 
         g = torch.Generator().manual_seed(2)
         ids = torch.randint(3, cfg.vocab_size, (1, n), generator=g).to(device)
@@ -122,18 +122,24 @@ def main(argv=None) -> dict:
         runs = {"lfcli": lambda: lf(ids, attention_mask=mask, global_attention_mask=global_mask)}
         if hf is not None:
             runs["transformers"] = lambda: hf(input_ids=ids, attention_mask=mask, global_attention_mask=global_mask).last_hidden_state
-        results = {}
-        outs = {}
-        for name, fn in runs.items():
+        outs, first = {}, {}
+        for name, fn in runs.items():  # the first call doubles as the first warm-up run
             with torch.inference_mode():
                 t0 = time.perf_counter()
                 outs[name] = fn().float()
                 common.sync(device)
-                first = time.perf_counter() - t0
-            r = common.bench(fn, device, warmup=max(warmup - 1, 0), repeats=repeats)
-            r["first_call_s"] = first
-            results[name] = r
-            print(f"  measured {name}: {r['median_s']:.2f} s", flush=True)
+                first[name] = time.perf_counter() - t0
+        timed = common.bench_rounds({**runs, **{k: fn for k, (fn, _) in matmuls.items()}}, device,
+                                    warmup=max(warmup - 1, 0), repeats=repeats)
+        rate = matmuls["matmul fp32"][1] / timed["matmul fp32"]["median_s"] / 1e9
+        rate_dt = matmuls[f"matmul {args.dtype}"][1] / timed[f"matmul {args.dtype}"]["median_s"] / 1e9 if dtype != torch.float32 else rate
+        print(f"FLOPs per forward: {flops / 1e9:.1f} G; large fp32 matmul {rate:.0f} GFLOP/s"
+              + (f", {args.dtype} matmul {rate_dt:.0f} GFLOP/s" if dtype != torch.float32 else "")
+              + " (in the same rounds); roofline time = FLOPs / fp32 matmul rate")
+        results = {}
+        for name in runs:
+            results[name] = {**timed[name], "first_call_s": first[name]}
+            print(f"  measured {name}: {results[name]['median_s']:.2f} s", flush=True)
         diff = (outs["lfcli"] - outs["transformers"]).abs().max().item() if "transformers" in outs else None
         del outs
 

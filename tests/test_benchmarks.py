@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def test_attention_tiny(tmp_path, capsys):
 
 
 def test_attention_targets_and_failures_are_reported():
-    rates = {"fp32": 100.0}
+    rates = {"fp32": 100.0}  # the matmul rate timed in each case's rounds
     flops = common.attention_flops(4096, 768, 12, 512)
     cases = [
         {"impl": "lfcli", "n": 4096, "dtype": "fp32", "flops": flops, "median_s": 0.1, "peak_mb": 100.0},
@@ -62,15 +63,27 @@ def test_attention_targets_and_failures_are_reported():
         {"impl": "lfcli", "n": 16384, "dtype": "fp32", "flops": 4 * flops, "median_s": 0.4, "peak_mb": 500.0},
         {"impl": "flex", "n": 4096, "dtype": "fp32", "flops": flops, "error": "BackendCompilerFailed: boom"},
     ]
-    targets = {t["name"]: t["pass"] for t in attention.evaluate_targets(cases, rates, ["fp32"])}
+    for c in cases:
+        c["matmul_gflops"] = rates
+    targets = {t["name"]: t["pass"] for t in attention.evaluate_targets(cases, ["fp32"])}
     assert targets == {
         "attention fp32 n=4k time lfcli/transformers": True,
         "attention fp32 n=4k time / fp32 roofline": flops / 100e9 * 1.5 >= 0.1,
         "attention fp32 n=4k peak memory lfcli/transformers": True,
         "attention fp32 lfcli peak memory 16k/4k": False,
     }
-    rows = attention.table_rows(cases, rates, ["fp32"], [4096], ["lfcli", "transformers", "flex"])
+    rows = attention.table_rows(cases, ["fp32"], [4096], ["lfcli", "transformers", "flex"])
     assert any("ERROR: BackendCompilerFailed" in str(cell) for row in rows for cell in row)
+
+
+def test_bench_rounds_interleaves_and_respects_the_budget():
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    res = common.bench_rounds(fns, torch.device("cpu"), warmup=1, repeats=3)
+    assert calls == ["a", "b", "c"] + ["a", "b", "c"] * 3  # warm-up, then whole rounds in turn
+    assert all(r["repeats"] == 3 and r["min_s"] <= r["median_s"] <= r["max_s"] for r in res.values())
+    slow = {"slow": lambda: time.sleep(0.05)}
+    assert common.bench_rounds(slow, torch.device("cpu"), warmup=1, repeats=50, budget_s=0.2, min_repeats=2)["slow"]["repeats"] < 50
 
 
 def test_flex_block_mask_matches_create_block_mask():
