@@ -103,6 +103,19 @@ def test_encoder_matches_transformers(hf_checkpoint, overrides, lengths, n, glob
     assert_same(lfcli_outputs(ours, ids, mask, glob), hf_outputs(theirs, ids, mask, glob))
 
 
+@pytest.mark.parametrize("ffn_rows", [1, 7, 40])
+def test_feed_forward_in_row_chunks_matches_transformers(hf_checkpoint, monkeypatch, ffn_rows):
+    """Inference runs the FFN on `ffn_rows` positions at a time (B*n rows flattened, so a
+    chunk can straddle two samples and end on a ragged tail): same numbers as transformers."""
+    from lfcli.models.longformer import LongformerLayer
+
+    monkeypatch.setattr(LongformerLayer, "ffn_rows", ffn_rows)
+    folder, theirs = hf_checkpoint("LongformerModel", num_hidden_layers=2, attention_window=8)
+    ours = LongformerModel.from_pretrained(folder)
+    ids, mask, glob = make_batch([29, 17], globals_=[[0], [3]], seed=5)
+    assert_same(lfcli_outputs(ours, ids, mask, glob), hf_outputs(theirs, ids, mask, glob))
+
+
 def test_encoder_padding_does_not_change_real_tokens(hf_checkpoint):
     """A padded sample's real tokens equal the same sample alone (also in transformers)."""
     folder, _ = hf_checkpoint("LongformerModel", attention_window=8)
