@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -64,6 +65,15 @@ def repeats_for(args, quick: int, full: int, tiny: int = 1) -> tuple[int, int]:
     default = tiny if args.tiny else quick if args.quick else full
     warmup = args.warmup if args.warmup is not None else 1
     return warmup, args.repeats if args.repeats is not None else default
+
+
+def shared_data_dir() -> Path:
+    """The shared data folder: $LFCLI_SHARED[/data], else ../shared/data next to the repo."""
+    env = os.environ.get("LFCLI_SHARED")
+    if env:
+        base = Path(env).expanduser()
+        return base / "data" if (base / "data").is_dir() else base
+    return REPO.parent / "shared" / "data"
 
 
 # ---------------------------------------------------------------------------------------

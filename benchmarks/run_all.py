@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import common  # noqa: E402
 
-BENCHMARKS = ("attention", "encoder", "short_docs", "scaling")
+BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder")
 TRITON_WINDOWS = (128, 256, 512, 1024)
 TRITON_N = 16384
 TRITON_BLOCKS = ((64, 32), (64, 64), (128, 64), (128, 128))

@@ -107,19 +107,20 @@ def main(argv=None) -> dict:
     lf = LfcliEmbedder(folder, max_tokens, device)
     n_tokens = len(lf.tokenizer.encode(texts[0]).ids)
     print(f"{docs} documents of {n_tokens} tokens, batch {batch}, fp32, from {folder}; "
-          f"median of {repeats} runs after {warmup} warm-up")
+          f"median of {repeats} rounds after {warmup} warm-up, each round running both in turn")
 
     runs = {
         "sentence-transformers": lambda: st.encode(texts, batch_size=batch, convert_to_tensor=True,
                                                    normalize_embeddings=True, show_progress_bar=False),
         "lfcli": lambda: lf.encode(texts, batch),
     }
-    results, outs = {}, {}
-    for name, fn in runs.items():
+    outs = {}
+    for name, fn in runs.items():  # the first call doubles as the first warm-up run
         with torch.inference_mode():
             outs[name] = fn().float().cpu()
-        results[name] = common.bench(fn, device, warmup=max(warmup - 1, 0), repeats=repeats)
-        print(f"  measured {name}: {results[name]['median_s']:.2f} s", flush=True)
+    results = common.bench_rounds(runs, device, warmup=max(warmup - 1, 0), repeats=repeats)
+    for name, r in results.items():
+        print(f"  measured {name}: {r['median_s']:.2f} s", flush=True)
     cos = F.cosine_similarity(outs["lfcli"], outs["sentence-transformers"], dim=-1)
 
     st_t = results["sentence-transformers"]["median_s"]

@@ -21,6 +21,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import attention  # noqa: E402
+import cli_folder  # noqa: E402
 import common  # noqa: E402
 import encoder  # noqa: E402
 import run_all  # noqa: E402
@@ -108,6 +109,16 @@ def test_encoder_tiny(tmp_path):
     assert set(res["results"]) == {"lfcli", "transformers"}
     assert res["max_abs_diff"] < 1e-4  # same weights through save_pretrained / from_pretrained
     assert json.loads(out.read_text())["benchmark"] == "encoder"
+
+
+def test_cli_folder_tiny(tmp_path):
+    """The CLI on a folder of LitBank excerpts (real data from ../shared), and the same
+    folder through the Pipeline: same documents, same token counts, FLOPs counted."""
+    res = cli_folder.main(["--tiny", "--json", str(tmp_path / "c.json")])
+    assert set(res["results"]) == {"cli", "pipeline"}
+    assert res["docs"] == 2 and res["tokens"] > 1000  # 3,000 characters each: windowed at 512
+    assert res["windows"] > res["docs"] and res["flops"] > 0
+    assert res["results"]["cli"]["median_s"] > res["results"]["pipeline"]["median_s"]  # + start-up and load
 
 
 def test_short_docs_tiny(tmp_path):
