@@ -404,6 +404,17 @@ def save_figure(plt, fig, path) -> None:
     print(f"plot written to {path}")
 
 
+def bar_plot(path, bars: dict[str, float], title: str, ylabel: str, colors: Sequence[str]) -> None:
+    """One bar per name (a throughput per implementation), saved to `path`."""
+    plt = get_pyplot()
+    if plt is None:
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.bar(list(bars), list(bars.values()), color=list(colors)[: len(bars)])
+    ax.set(title=title, ylabel=ylabel)
+    save_figure(plt, fig, path)
+
+
 def error_text(exc: BaseException, limit: int = 120) -> str:
     text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -172,15 +172,10 @@ def main(argv=None) -> dict:
 
 
 def plot(out, path):
-    plt = common.get_pyplot()
-    if plt is None:
-        return
-    names = list(out["results"]) + ["roofline"]
-    tps = [out["tokens"] / out["results"][k]["median_s"] for k in out["results"]] + [out["tokens"] / out["roofline_s"]]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.bar(names, tps, color=["tab:blue", "tab:orange", "tab:gray"][: len(names)])
-    ax.set(title=f"encoder, {out['layers']} layers, {out['tokens']} tokens ({out['dtype']})", ylabel="tokens/s")
-    common.save_figure(plt, fig, path)
+    tps = {k: out["tokens"] / r["median_s"] for k, r in out["results"].items()}
+    tps["roofline"] = out["tokens"] / out["roofline_s"]
+    common.bar_plot(path, tps, f"encoder, {out['layers']} layers, {out['tokens']} tokens ({out['dtype']})",
+                    "tokens/s", ["tab:blue", "tab:orange", "tab:gray"])
 
 
 if __name__ == "__main__":

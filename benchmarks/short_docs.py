@@ -142,14 +142,9 @@ def main(argv=None) -> dict:
 
 
 def plot(out, path):
-    plt = common.get_pyplot()
-    if plt is None:
-        return
-    names = list(out["results"])
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.bar(names, [out["docs"] / out["results"][k]["median_s"] for k in names], color=["tab:orange", "tab:blue"])
-    ax.set(title=f"{out['tokens_per_doc']}-token documents, batch {out['batch_size']}", ylabel="docs/s")
-    common.save_figure(plt, fig, path)
+    rates = {k: out["docs"] / r["median_s"] for k, r in out["results"].items()}
+    common.bar_plot(path, rates, f"{out['tokens_per_doc']}-token documents, batch {out['batch_size']}", "docs/s",
+                    ["tab:orange", "tab:blue"])
 
 
 if __name__ == "__main__":
