@@ -11,6 +11,7 @@ kept here in one place:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 from pathlib import Path
@@ -109,7 +110,7 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     state = read_state_dict(folder)
     # Build on the meta device and fill from the checkpoint: no time spent on a random
     # initialisation that the weights would overwrite anyway.
-    with torch.device("meta"):
+    with torch.device("meta"), _initialisation_skipped():
         model = cls(config)
     prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
     state = to_model_names(state, prefix, short_model=config.model_type != "longformer")
@@ -149,6 +150,24 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     if dtype is not None or device is not None:
         model.to(device=device, dtype=dtype)
     return model
+
+
+@contextlib.contextmanager
+def _initialisation_skipped():
+    """torch.nn.init's functions do nothing inside: the modules' constructors and post_init
+    would only initialise meta tensors. Not merely wasted work: on the meta device normal_
+    runs through torch._refs, whose first use imports torch._dynamo, 1.2 s of a CLI start-up
+    that otherwise never needs it."""
+    names = ("uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "kaiming_uniform_",
+             "kaiming_normal_", "xavier_uniform_", "xavier_normal_")
+    saved = {name: getattr(torch.nn.init, name) for name in names}
+    try:
+        for name in names:
+            setattr(torch.nn.init, name, lambda tensor, *args, **kwargs: tensor)
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch.nn.init, name, fn)
 
 
 def _names(items: list[str], most: int = 8) -> str:

@@ -418,3 +418,28 @@ def test_sharded_transformers_checkpoint(hf_checkpoint, tmp_path):
     with torch.no_grad():
         expected = theirs(input_ids=ids, attention_mask=mask, global_attention_mask=glob).logits
     assert (outputs(ours, ids, mask, glob)[0] - expected).abs().max().item() < 1e-4
+
+
+def test_loading_skips_initialisation_and_restores_it(lfcli_checkpoint):
+    """Built on the meta device with torch.nn.init's functions switched off (initialising
+    meta tensors is wasted, and meta normal_ imports torch._dynamo: 1.2 s of CLI start-up);
+    they are back afterwards, also when loading fails."""
+    import subprocess
+    import sys
+
+    folder, _ = lfcli_checkpoint("LongformerModel")
+    before = torch.nn.init.normal_
+    LongformerModel.from_pretrained(folder)
+    assert torch.nn.init.normal_ is before
+    with pytest.raises(CheckpointError):
+        LongformerForQuestionAnswering.from_pretrained(folder)  # no QA head: fails after building
+    assert torch.nn.init.normal_ is before
+    fresh = torch.nn.Linear(4, 4)  # initialisation works again outside the load
+    assert fresh.weight.abs().sum() > 0
+    code = (
+        "import sys, torch; from lfcli.models import LongformerModel;"
+        "LongformerModel.from_pretrained(sys.argv[1]); print('torch._dynamo' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
