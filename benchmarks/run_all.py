@@ -1,6 +1,6 @@
 """Run every lfcli benchmark in one go and collect the results.
 
-    python benchmarks/run_all.py                 # full runs (~15 min on 2 CPU cores)
+    python benchmarks/run_all.py                 # full runs (~13 min on 2 CPU cores)
     python benchmarks/run_all.py --quick         # small shapes, fewer repeats
     python benchmarks/run_all.py --out DIR       # results.json, report.txt, per-benchmark JSON and PNG plots
 
