@@ -381,6 +381,14 @@ def finish(args, out: dict, plot: Callable[[dict, str], None]) -> dict:
     return out
 
 
+def finish_evaluation(args, results: dict, started: float) -> dict:
+    """The evaluation scripts' last step: total time and load average, then --json."""
+    results["seconds_total"] = time.perf_counter() - started
+    print(f"\ntotal {results['seconds_total']:.0f} s; load average now {load_average()}")
+    write_json(args.json, results)
+    return results
+
+
 def get_pyplot():
     """matplotlib.pyplot with the Agg backend, or None (after a notice) when not installed."""
     try:

@@ -458,10 +458,7 @@ def main(argv: list[str] | None = None) -> dict:
             row += [f"{sum(v) / len(v):.2f} ({len(v)})" if v else "-" for v in buckets.values()]
         depth_rows.append(row)
     common.print_table(["method", *[f"{t} {q}" for t in tasks for q in ("0-25%", "25-50%", "50-75%", "75-100%")]], depth_rows)
-    results["seconds_total"] = time.perf_counter() - started
-    print(f"\ntotal {results['seconds_total']:.0f} s; load average now {common.load_average()}")
-    common.write_json(args.json, results)
-    return results
+    return common.finish_evaluation(args, results, started)
 
 
 if __name__ == "__main__":

@@ -327,10 +327,7 @@ def main(argv: list[str] | None = None) -> dict:
             if diff > 1e-4:
                 raise SystemExit(f"lfcli.classify disagrees with the evaluation's own computation by {diff}")
         results["methods"][method] = entry
-    results["seconds_total"] = time.perf_counter() - started
-    print(f"\ntotal {results['seconds_total']:.0f} s; load average now {common.load_average()}")
-    common.write_json(args.json, results)
-    return results
+    return common.finish_evaluation(args, results, started)
 
 
 if __name__ == "__main__":
