@@ -368,6 +368,10 @@ def pretrain_continue(
     _guarded(go)
 
 
+# The training and scoring commands live in their own modules; importing them registers them.
+from . import evaluate_cli, train_cli  # noqa: E402,F401
+
+
 def main():
     app()
 

@@ -115,7 +115,7 @@ class LongformerSelfAttention(nn.Module):
             # Overwrite the global tokens' rows: in place when autograd does not need `out`.
             if torch.is_grad_enabled() and out.requires_grad:
                 out = out.clone()
-            out[where] = rows[b, :, g]
+            out[where] = rows[b, :, g].to(out.dtype)  # autocast may run the two parts in other dtypes
         return out.transpose(1, 2).reshape(B, n, hidden)
 
     def global_rows(
