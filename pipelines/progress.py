@@ -1,10 +1,16 @@
-"""Progress on stderr: documents done, docs/s and tokens/s. Only on a terminal."""
+"""Progress and notes on stderr: documents done, docs/s and tokens/s (a live line, only on a
+terminal), and one-line notes about what lfcli decided for the user."""
 
 from __future__ import annotations
 
 import sys
 import time
 from contextlib import contextmanager
+
+
+def note(message: str) -> None:
+    """One line on stderr: something the user should know, that is not an error."""
+    print(f"lfcli: note: {message}", file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -41,7 +47,8 @@ def progress_reporter(quiet: bool = False, stream=None):
             progress.update(
                 task,
                 completed=stats.docs,
-                rates=f"{stats.docs / dt:.2f} docs/s  {stats.tokens / dt:,.0f} tokens/s",
+                # failed documents cost next to nothing: the rates count the others only
+                rates=f"{(stats.docs - stats.errors) / dt:.2f} docs/s  {stats.tokens / dt:,.0f} tokens/s",
                 errors=f"{stats.errors} errors" if stats.errors else "",
             )
 

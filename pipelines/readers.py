@@ -17,8 +17,10 @@ Input kinds (``input_format="auto"`` picks by extension, case-insensitive):
   ``/`` against the path relative to the folder (``"cases/*.md"``; a leading
   ``**/`` also matches at the top level). ``.jsonl``/``.parquet`` files inside
   the folder are streamed as records;
-* ``-``: standard input, one document, or JSONL records with
-  ``input_format="jsonl"``.
+* ``-``: standard input, read when :func:`iter_documents` is called: one
+  document, or JSONL records with ``input_format="jsonl"``, or when every
+  non-blank line is a JSON object (``"auto"`` says so on stderr; ``"text"``
+  keeps it one document).
 
 ``input_format`` other than ``"auto"`` (``"text"``, ``"jsonl"``, ``"parquet"``)
 forces that format for every file and for stdin.
@@ -26,12 +28,12 @@ forces that format for every file and for stdin.
 Ids:
 
 * a file found in a folder: its path relative to the folder (posix separators);
-* a file given directly: the path as given; stdin: ``"stdin"``;
+* a file given directly: the path as given; stdin: ``"-"``, as given;
 * a record: the value of ``id_column`` (default: the ``"id"`` field/column when
   present) as a string, else its 0-based row number (blank JSONL lines do not
   count); a record whose explicitly requested ``id_column`` is missing or null
   is an error document. Records from a file inside a folder, or from any file when several
-  inputs are given, are prefixed with the file's id: ``"part1.jsonl:17"``.
+  inputs are given, are prefixed with the file's id: ``"part1.jsonl:17"`` (stdin: ``"-:17"``).
   With several inputs, a folder's files are prefixed by the folder as given
   (``"docs/a.txt"``) so ids of different inputs cannot clash.
 
@@ -48,18 +50,23 @@ byte offset, empty or whitespace-only text, a JSONL line that is not a JSON
 object or lacks the text field, a null or non-string value). Problems with a
 whole input raise :class:`~lfcli.pipelines.errors.InputError` (missing or
 unreadable path, a folder without matching files, an unreadable/corrupt Parquet
-file, a missing or non-string text column, a missing requested id column).
+file, a missing or non-string text column, a missing requested id column; a JSONL
+input none of whose first ``JSONL_CHECK_LINES`` non-blank lines is a JSON object, or
+none of whose first records has the text field, or the requested id field, as
+Parquet refuses a file without the column, naming the fields it saw).
 Directly given inputs are checked when :func:`iter_documents` is called, before
 the first document is produced; files found inside folders when reached.
 
-Nothing is read ahead: the iterator holds one file (or one small Parquet batch,
-or one JSONL line) at a time.
+Nothing is read ahead but the first lines of a JSONL file (checked, then read
+again) and standard input: the iterator holds one file (or one small Parquet
+batch, or one JSONL line) at a time.
 """
 
 from __future__ import annotations
 
 import codecs
 import fnmatch
+import io
 import itertools
 import json
 import os
@@ -69,6 +76,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .errors import InputError, UsageError
+from .progress import note
 
 __all__ = [
     "Document",
@@ -77,6 +85,7 @@ __all__ = [
     "INPUT_FORMATS",
     "ENCODING_ERRORS",
     "PARQUET_BATCH_ROWS",
+    "JSONL_CHECK_LINES",
 ]
 
 INPUT_FORMATS = ("auto", "text", "jsonl", "parquet")
@@ -84,10 +93,12 @@ ENCODING_ERRORS = ("strict", "replace")
 
 #: rows per Parquet read batch; long documents make rows big, so keep it small.
 PARQUET_BATCH_ROWS = 64
+#: non-blank lines of a JSONL input checked up front for the text (and id) field.
+JSONL_CHECK_LINES = 20
 
 _JSONL_EXTS = (".jsonl", ".ndjson")
 _PARQUET_EXTS = (".parquet", ".pq")
-_STDIN_ID = "stdin"
+_STDIN_ID = "-"
 _STDIN_LABEL = "<stdin>"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -222,6 +233,7 @@ def _prepare(path: str, opts: _Options, multi: bool) -> Iterator[Document]:
         plan = _parquet_plan(path, path, opts)  # checks the schema now
         return _parquet_documents(path, path, path if multi else None, opts, plan)
     if fmt == "jsonl":
+        _check_jsonl_file(path, path, opts)
         return _jsonl_file_documents(path, path, path if multi else None, opts)
     return _text_file_documents(path, path, path, opts)
 
@@ -234,6 +246,7 @@ def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts
             plan = _parquet_plan(full, full, opts)
             yield from _parquet_documents(full, full, file_id, opts, plan)
         elif fmt == "jsonl":
+            _check_jsonl_file(full, full, opts)
             yield from _jsonl_file_documents(full, full, file_id, opts)
         else:
             yield from _text_file_documents(full, full, file_id, opts)
@@ -339,22 +352,46 @@ def _stdin_documents(opts: _Options, multi: bool) -> Iterator[Document]:
     stream = sys.stdin
     if stream is None:
         raise InputError("standard input is not available")
-    fmt = opts.input_format if opts.input_format != "auto" else "text"
-    if fmt == "parquet":
+    if opts.input_format == "parquet":
         raise InputError("Parquet cannot be read from standard input; pass the file path instead")
     binary = getattr(stream, "buffer", None)
-    if fmt == "jsonl":
+    prefix = _STDIN_ID if multi else None
+    if opts.input_format == "jsonl":
         lines = binary if binary is not None else (line.encode("utf-8", "surrogateescape") for line in stream)
-        return _jsonl_documents(lines, _STDIN_LABEL, _STDIN_ID if multi else None, opts)
-    return _stdin_text_document(stream, binary, opts)
-
-
-def _stdin_text_document(stream, binary, opts: _Options) -> Iterator[Document]:
+        lines = iter(lines)
+        head = _jsonl_head(lines)
+        _check_jsonl_head(head, _STDIN_LABEL, opts)
+        return _jsonl_documents(itertools.chain(head, lines), _STDIN_LABEL, prefix, opts)
     if binary is not None:
         data = binary.read()
     else:  # a text-only stream (already decoded)
         data = stream.read().encode("utf-8", "surrogateescape")
-    yield _text_document(_STDIN_ID, data, _STDIN_LABEL, opts)
+    if opts.input_format == "auto" and _is_jsonl(data):
+        note("standard input is JSONL (every line a JSON object): one document per record; "
+             "--input-format text reads it as one document")
+        head = _jsonl_head(io.BytesIO(data))
+        _check_jsonl_head(head, _STDIN_LABEL, opts)
+        return _jsonl_documents(io.BytesIO(data), _STDIN_LABEL, prefix, opts)
+    return iter([_text_document(_STDIN_ID, data, _STDIN_LABEL, opts)])
+
+
+def _is_jsonl(data: bytes) -> bool:
+    """True when every non-blank line of `data` is a JSON object (and there is one)."""
+    found = False
+    for raw in io.BytesIO(data):
+        line = raw.strip()
+        if not line:
+            continue
+        if not line.startswith((b"{", codecs.BOM_UTF8 + b"{")):  # prose fails here, unparsed
+            return False
+        try:
+            record = json.loads(line.decode("utf-8-sig"))
+        except (ValueError, RecursionError):  # bad JSON or bad UTF-8
+            return False
+        if not isinstance(record, dict):
+            return False
+        found = True
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -410,6 +447,53 @@ def _check_text(value, label: str, where: str, opts: _Options) -> tuple[str | No
     if _is_blank(value):
         return None, f"{label}: {where}empty document"
     return value, None
+
+
+def _jsonl_head(lines: Iterator[bytes]) -> list[bytes]:
+    """The lines of `lines` up to its JSONL_CHECK_LINES-th non-blank one (consumed)."""
+    head: list[bytes] = []
+    filled = 0
+    for raw in lines:
+        head.append(raw)
+        filled += bool(raw.strip())
+        if filled == JSONL_CHECK_LINES:
+            break
+    return head
+
+
+def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
+    """Refuse a JSONL input whose first lines hold no JSON object, or whose first records all
+    lack the text field (or the requested id field): each row would be an error."""
+    lines = [raw for raw in head if raw.strip()]
+    if not lines:
+        return
+    fields: dict[str, None] = {}
+    records = 0
+    for raw in lines:
+        try:
+            record = json.loads(raw.decode("utf-8-sig", "replace"))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict):
+            records += 1
+            fields.update(dict.fromkeys(record))
+    if not records:
+        raise InputError(f"{label}: not JSONL: none of its first {len(lines)} lines is a JSON object")
+    names = ", ".join(list(fields)[:20]) or "none"
+    if opts.text_column not in fields:
+        raise InputError(f"{label}: no '{opts.text_column}' field in its first {records} records (fields: {names}); "
+                         "pass --text-column")
+    if opts.id_column is not None and opts.id_column not in fields:
+        raise InputError(f"{label}: no '{opts.id_column}' id field in its first {records} records (fields: {names})")
+
+
+def _check_jsonl_file(path: str, label: str, opts: _Options) -> None:
+    try:
+        with open(path, "rb") as fh:
+            head = _jsonl_head(fh)
+    except OSError as exc:
+        raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
+    _check_jsonl_head(head, label, opts)
 
 
 def _jsonl_file_documents(path: str, label: str, prefix: str | None, opts: _Options) -> Iterator[Document]:

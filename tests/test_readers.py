@@ -237,6 +237,32 @@ def test_jsonl_records_ids_fields_and_per_line_errors(tmp_path):
     assert _docs(path, encoding_errors="replace")[-1].text == "Lone \ufffd surrogate"
 
 
+def test_jsonl_without_the_text_field_is_a_whole_input_error(tmp_path):
+    """Like a Parquet file without the column: refused before any document, naming the
+    fields seen; checked on the first JSONL_CHECK_LINES lines, so one good record there is
+    enough and the rest become error rows."""
+    path = _jsonl(tmp_path / "r.jsonl", [{"id": i, "body": "x", "title": "t"} for i in range(30)])
+    with pytest.raises(InputError, match=r"r\.jsonl: no 'text' field in its first 20 records \(fields: id, body, title\); pass --text-column"):
+        iter_documents([path])
+    assert [d.text for d in _docs(path, text_column="body")][:2] == ["x", "x"]
+    with pytest.raises(InputError, match=r"no 'doc_id' id field in its first 20 records"):
+        iter_documents([path], text_column="body", id_column="doc_id")
+    mixed = _jsonl(tmp_path / "m.jsonl", [{"body": "x"}] * 19 + [{"text": "late"}] + [{"body": "y"}])
+    docs = _docs(mixed)
+    assert [d.error is None for d in docs] == [False] * 19 + [True, False]
+    prose = _write(tmp_path / "p.jsonl", "Not JSON at all.\nNeither is this.\n")
+    with pytest.raises(InputError, match=r"p\.jsonl: not JSONL: none of its first 2 lines is a JSON object"):
+        iter_documents([prose])
+    # inside a folder the file is checked when reached
+    folder = tmp_path / "f"
+    _write(folder / "a.txt", "fine")
+    _jsonl(folder / "b.jsonl", [{"body": "x"}])
+    docs = iter_documents([str(folder)])
+    assert next(docs).id == "a.txt"
+    with pytest.raises(InputError, match="b.jsonl: no 'text' field"):
+        next(docs)
+
+
 def test_jsonl_custom_columns(tmp_path):
     path = _jsonl(
         tmp_path / "r.jsonl",
@@ -272,9 +298,13 @@ def _stdin(monkeypatch, data: bytes) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
 
 
-def test_stdin_is_one_document(monkeypatch):
+def test_stdin_is_one_document_with_id_dash(monkeypatch):
+    """The id of stdin is "-", as given on the command line (the README says so)."""
     _stdin(monkeypatch, "A short story about a lighthouse keeper.\n".encode())
-    assert _docs("-") == [Document("stdin", "A short story about a lighthouse keeper.\n")]
+    assert _docs("-") == [Document("-", "A short story about a lighthouse keeper.\n")]
+    # text that merely contains JSON lines stays one document
+    _stdin(monkeypatch, b'Notes:\n{"text": "x"}\n')
+    assert [d.id for d in _docs("-")] == ["-"]
 
 
 def test_stdin_bad_utf8(monkeypatch):
@@ -290,7 +320,23 @@ def test_stdin_jsonl_records(monkeypatch, tmp_path):
     # with another input the stdin record ids are prefixed
     _stdin(monkeypatch, b'{"text": "one"}\n')
     other = _write(tmp_path / "a.jsonl", '{"text": "f"}\n')
-    assert [d.id for d in _docs(other, "-", input_format="jsonl")] == [f"{other}:0", "stdin:0"]
+    assert [d.id for d in _docs(other, "-", input_format="jsonl")] == [f"{other}:0", "-:0"]
+
+
+def test_stdin_jsonl_is_detected_and_said(monkeypatch, capsys):
+    """JSONL piped without --input-format jsonl: every line a JSON object -> records, with a
+    note on stderr; --input-format text keeps the old one-document reading."""
+    data = b'{"id": "x", "text": "one"}\n\n{"text": "two"}\n'
+    _stdin(monkeypatch, data)
+    assert _docs("-") == [Document("x", "one"), Document("1", "two")]
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "standard input is JSONL" in err and "--input-format text" in err
+    _stdin(monkeypatch, data)
+    assert _docs("-", input_format="text") == [Document("-", data.decode())]
+    assert capsys.readouterr().err == ""
+    _stdin(monkeypatch, b'{"title": "a"}\n{"title": "b"}\n')
+    with pytest.raises(InputError, match=r"<stdin>: no 'text' field in its first 2 records \(fields: title\)"):
+        _docs("-")
 
 
 # ---------------------------------------------------------------------------
