@@ -71,6 +71,7 @@ __all__ = [
     "coref_scores",
     # GAP
     "GapExample",
+    "GAP_GENDERS",
     "read_gap",
     "gap_decisions",
     "gap_scores",
