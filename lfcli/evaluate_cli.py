@@ -28,7 +28,7 @@ def evaluate(
         show_default=False)],
     singletons: Annotated[Optional[bool], typer.Option(
         "--singletons/--no-singletons",
-        help="corefs: headline CoNLL F1 with or without one-mention clusters (both are in the JSON). [default: with]")] = None,
+        help="corefs: headline CoNLL F1 with (default) or without one-mention clusters; the JSON has both.")] = None,
     ids: Annotated[Optional[str], typer.Option(
         "--ids", help="Only these gold documents: a file with one id per line (CoNLL: file names without extension).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No table on stderr.")] = False,
