@@ -1,9 +1,10 @@
 """The Python API: the CLI's tasks as functions returning rows (dicts).
 
     import lfcli
-    rows = lfcli.embed(["first document ...", "second ..."])            # bundled model
-    rows = lfcli.classify(texts, labels=["sports", "politics"])          # zero-shot
-    rows = lfcli.qa(texts, question="Who signed the contract?", model="path/to/qa-checkpoint")
+    texts = ["first document ...", "second ..."]
+    rows = lfcli.embed(texts)                                            # bundled model
+    rows = lfcli.classify(texts, labels=["sports", "politics"])          # zero-shot, two labels or more
+    rows = lfcli.qa(texts, question="Who signed the contract?")          # the bundled QA model
 
 Documents can be strings (ids "0", "1", ...), dicts with "text" (and "id", "question"),
 or `lfcli.Document`s. For large jobs, `lfcli.Pipeline(task, model=...)` loads the model once
@@ -35,8 +36,11 @@ def _documents(docs: Iterable[Any]) -> Iterator:
 
 def Pipeline(task: str, model: str | None = None, **options):
     """A loaded model for one task; `.run(documents)` yields rows in input order.
-    Options are the CLI's: device, dtype, attention_backend, max_length, batch_size,
-    max_tokens, global_policy, labels, temperature, question, top_k, pooling, normalize."""
+    Options are the CLI's: device ("auto": CUDA when there is a GPU), dtype,
+    attention_backend, max_length, batch_size, max_tokens, global_policy, labels,
+    temperature, question, top_k, pooling, normalize; and chunk_docs, chunk_seconds (how
+    many documents, and about how many seconds of work, between one burst of rows and the
+    next). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
     from lfcli.pipelines.runner import Pipeline as _Pipeline
 
     return _Pipeline(task, model, **options)

@@ -10,15 +10,60 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, get_args, get_origin
 
 import typer
+from typer.core import TyperGroup
 from typing_extensions import Annotated
 
 from . import __version__
 
+_PLAIN_TYPES = {int: "INT", float: "FLOAT", str: "TEXT", Path: "PATH"}
+
+
+def _plain_metavars(params) -> None:
+    """typer's help shows a type beside every parameter (`<bool>` on flags, `<str>`, and
+    `<list[str]>` beside arguments): show none on flags, and plain names elsewhere."""
+    for param in params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""  # a flag takes no value
+            continue
+        if param.metavar is None:
+            annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+            if get_origin(annotation) is list:
+                annotation = get_args(annotation)[0]
+            if annotation is None:  # a typer without type descriptors: click's own name
+                param.metavar = param.type.name.upper()
+            elif param.param_type_name == "argument":
+                param.metavar = param.name.upper()
+            else:
+                param.metavar = _PLAIN_TYPES.get(annotation, getattr(annotation, "__name__", "VALUE").upper())
+        if param.param_type_name == "argument":
+            param.display_type_rich = lambda ctx: None  # the argument's name column shows its metavar
+
+
+class _PlainHelpGroup(TyperGroup):
+    """The `lfcli` group: plain metavars (see _plain_metavars) on its own options and on
+    every command and subcommand, whichever module registered them."""
+
+    def get_params(self, ctx):
+        params = super().get_params(ctx)
+        _plain_metavars(params)
+        return params
+
+    def get_command(self, ctx, cmd_name):
+        command = super().get_command(ctx, cmd_name)
+        stack = [command] if command is not None else []
+        while stack:
+            cmd = stack.pop()
+            _plain_metavars(cmd.get_params(ctx))
+            stack.extend(getattr(cmd, "commands", {}).values())  # a group's subcommands
+        return command
+
+
 app = typer.Typer(
     name="lfcli",
+    cls=_PlainHelpGroup,
     help="Longformer over long documents: labels, answers, vectors and coreference chains.",
     no_args_is_help=True,
     add_completion=False,
@@ -27,7 +72,7 @@ app = typer.Typer(
 )
 
 # -- options shared by the task commands ----------------------------------------------------
-Inputs = Annotated[List[str], typer.Argument(help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
+Inputs = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json or .parquet (default: JSONL on stdout).")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled model name (see `lfcli models`) or checkpoint folder.")]
 TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
@@ -36,17 +81,17 @@ Glob = Annotated[Optional[str], typer.Option("--glob", "-g", help="Only files in
 BatchSize = Annotated[int, typer.Option("--batch-size", "-b", help="Most windows per batch.")]
 MaxTokens = Annotated[int, typer.Option("--max-tokens", "-t", help="Token budget per batch (longest window x batch size).")]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]
-Device = Annotated[str, typer.Option("--device", "-d", help="cpu, cuda, cuda:1, ...")]
+Device = Annotated[str, typer.Option("--device", "-d", help="auto (CUDA when there is a GPU, else cpu), cpu, cuda, cuda:1, ...")]
 Dtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")]
 Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
 Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
-Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file.")]
-Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: skip ids already in the output.")]
+Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file (and an unfinished run's rows).")]
+Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: keep the output's rows, skip their ids.")]
 OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on; fail: stop at the first bad document.")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or summary on stderr.")]
 EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
-RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group (also how much a killed job may redo on --resume).")]
+RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
 
 
 def _version(value: bool):
@@ -88,40 +133,62 @@ def _guarded(fn):
 
 
 def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, read: dict, job: dict, pipe_opts: dict):
+    from lfcli.pipelines.errors import UsageError
     from lfcli.pipelines.progress import progress_reporter
     from lfcli.pipelines.readers import iter_documents
-    from lfcli.pipelines.runner import Pipeline
+    from lfcli.pipelines.runner import Pipeline, check_options
     from lfcli.pipelines.writers import open_writer
 
     resume, force, on_error = job["resume"], job["force"], job["on_error"]
     if resume and force:
-        from lfcli.pipelines.errors import UsageError
-
         raise UsageError("--resume and --force contradict each other; pick one")
     if on_error not in ("skip", "fail"):
-        from lfcli.pipelines.errors import UsageError
-
         raise UsageError("--on-error must be skip or fail")
-    # Check inputs and output before loading the model, so a typo fails in a blink.
+    # Every option first, then inputs and output, then the model: a typo fails in a blink.
+    check_options(
+        task, device=pipe_opts["device"], dtype=pipe_opts["dtype"], attention_backend=pipe_opts["attention_backend"],
+        max_length=pipe_opts["max_length"], batch_size=pipe_opts["batch_size"], max_tokens=pipe_opts["max_tokens"],
+        global_policy=pipe_opts["global_policy"], labels=pipe_opts.get("labels"),
+        temperature=pipe_opts.get("temperature", 0.05), top_k=pipe_opts.get("top_k", 1), pooling=pipe_opts.get("pooling"),
+    )
     docs = iter_documents(inputs, **read)
+    first_error = None
     with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"]) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         pipe = Pipeline(task, **pipe_opts)
         writer.set_schema(pipe.task.schema())
         with progress_reporter(quiet) as report:
             for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
+                if first_error is None and row.get("error"):
+                    first_error = row["error"]
                 writer.write(row)
-    stats = pipe.stats
     if not quiet:
-        import time
+        _summary(pipe.stats, len(already_done), first_error)
 
-        dt = max(time.perf_counter() - stats.started, 1e-9)
-        skipped = f", {len(already_done)} already done" if already_done else ""
-        typer.echo(
-            f"lfcli: {stats.docs} documents ({stats.errors} with errors{skipped}) in {dt:.1f} s: "
-            f"{stats.docs / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s",
-            err=True,
-        )
+
+def _count(n: int) -> str:
+    return f"{n} document{'' if n == 1 else 's'}"
+
+
+def _summary(stats, already_done: int, first_error: str | None) -> None:
+    """The job's lines on stderr: failures first, then rates over the documents that ran
+    (a failed document costs nothing, so counting it would inflate docs/s)."""
+    import time
+
+    dt = max(time.perf_counter() - stats.started, 1e-9)
+    ok = stats.docs - stats.errors
+    lines = []
+    if stats.errors:
+        which = f"all {_count(stats.errors)}" if not ok else f"{stats.errors} of {_count(stats.docs)}"
+        lines.append(f"{which} failed, each with an error row (first: {first_error})")
+    if ok:
+        lines.append(f"{_count(ok)} done in {dt:.1f} s: {ok / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s")
+    elif not stats.docs:
+        lines.append("no documents to run")
+    if already_done:
+        lines[-1] += f"; {already_done} already in the output"
+    for line in lines:
+        typer.echo(f"lfcli: {line}", err=True)
 
 
 def _common(
@@ -160,9 +227,7 @@ def _parse_labels(labels: str | None, labels_file: str | None) -> list[tuple[str
                 out.append((name.strip(), desc.strip()))
     else:
         return None
-    if not out:
-        raise UsageError("no labels given")
-    return out
+    return out  # how many there must be is the runner's check_options' business
 
 
 @app.command()
@@ -175,7 +240,7 @@ def classify(
     temperature: Annotated[float, typer.Option("--temperature", help="Zero-shot softmax temperature over cosine similarities.")] = 0.05,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -200,7 +265,7 @@ def qa(
     output: Output = None, model: Model = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -209,10 +274,6 @@ def qa(
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
                                   device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
-        if top_k < 1:
-            from lfcli.pipelines.errors import UsageError
-
-            raise UsageError("--top-k must be at least 1")
         pipe.update(question=question, top_k=top_k)
         _run_task("qa", inputs, output, quiet, read, job, pipe)
 
@@ -227,7 +288,7 @@ def embed(
     normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="L2-normalise (default: the model's, else yes).")] = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -236,10 +297,6 @@ def embed(
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
                                   device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
-        if pooling is not None and pooling not in ("mean", "cls"):
-            from lfcli.pipelines.errors import UsageError
-
-            raise UsageError("--pooling must be mean or cls")
         pipe.update(pooling=pooling, normalize=normalize)
         _run_task("embed", inputs, output, quiet, read, job, pipe)
 
@@ -252,7 +309,7 @@ def corefs(
     output: Output = None, model: Model = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "cpu", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -271,10 +328,13 @@ def models():
     """List the bundled models and the task heads each has."""
 
     def go():
-        from lfcli.pipelines.catalog import list_models
+        from lfcli.pipelines.catalog import BUILD_SECONDS, list_models
 
         for m in list_models():
-            status = "ready" if m["available"] is None else f"unavailable: {m['available']}"
+            if m["available"] is not None:
+                status = f"unavailable: {m['available']}"
+            else:
+                status = "ready" if m["built"] else f"builds on first use (about {BUILD_SECONDS} s)"
             typer.echo(f"{m['name']}{' (default)' if m['default'] else ''}\t{m['description']}")
             typer.echo(f"    tasks: {', '.join(m['tasks'])}\n    {status}")
 
@@ -283,11 +343,11 @@ def models():
 
 @app.command()
 def convert(
-    src: Annotated[str, typer.Argument(help="A BERT, RoBERTa or Longformer checkpoint folder (transformers layout).")],
-    out: Annotated[str, typer.Argument(help="Where to write the Longformer checkpoint.")],
+    src: Annotated[str, typer.Argument(metavar="SRC", help="A BERT, RoBERTa or Longformer checkpoint folder (transformers layout).")],
+    out: Annotated[str, typer.Argument(metavar="OUT", help="The folder to write the Longformer checkpoint to.")],
     max_positions: Annotated[int, typer.Option("--max-positions", help="Tokens the long model takes.")] = 4096,
     attention_window: Annotated[int, typer.Option("--attention-window", help="Full window (even).")] = 512,
-    force: Force = False,
+    force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty OUT folder.")] = False,
 ):
     """Make a long model from a short one (the paper's recipe): tiled positions, global
     projections copied from the local ones."""
@@ -303,7 +363,7 @@ def convert(
 
 @app.command("pretrain-continue")
 def pretrain_continue(
-    corpus: Annotated[List[str], typer.Argument(help="Files, folders, .jsonl or .parquet of long documents.", show_default=False)],
+    corpus: Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl or .parquet of long documents.", show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="Folder for checkpoints and the final model.")],
     model: Model = None,
     max_length: MaxLength = None,
@@ -322,8 +382,10 @@ def pretrain_continue(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     gradient_checkpointing: Annotated[bool, typer.Option("--gradient-checkpointing", help="Recompute activations in the backward pass to save memory.")] = False,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
-    device: Device = "cpu", attention_backend: Backend = None,
-    force: Force = False, resume: Resume = False, quiet: Quiet = False,
+    device: Device = "auto", attention_backend: Backend = None,
+    force: Annotated[bool, typer.Option("--force", "-F", help="Start over: delete the checkpoints and final model an earlier run left in the output folder (nothing else there).")] = False,
+    resume: Annotated[bool, typer.Option("--resume", "-r", help="Continue from the newest checkpoint in the output folder, with the same data order; refused if the corpus or data options differ.")] = False,
+    quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict",
 ):
     """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
@@ -331,7 +393,13 @@ def pretrain_continue(
     def go():
         import json
 
+        from lfcli.pipelines.catalog import announce_build
         from lfcli.pipelines.pretrain import pretrain_continue as run
+        from lfcli.pipelines.runner import check_backend, resolve_device
+
+        torch_device = resolve_device(device)
+        check_backend(attention_backend, torch_device)
+        announce_build(model or "minilm-l6-long")
 
         def log(record: dict) -> None:  # plain lines on stderr when there is no live bar
             if record["event"] == "message":
@@ -349,7 +417,7 @@ def pretrain_continue(
             corpus, model or "minilm-l6-long", output, max_length=max_length, batch_size=batch_size,
             grad_accum=grad_accum, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
             weight_decay=weight_decay, mask_prob=mask_prob, save_every=save_every, eval_fraction=eval_fraction,
-            seed=seed, gradient_checkpointing=gradient_checkpointing, device=device,
+            seed=seed, gradient_checkpointing=gradient_checkpointing, device=str(torch_device),
             attention_backend=attention_backend, resume=resume, force=force, text_column=text_column,
             id_column=id_column, glob=glob, encoding_errors=encoding_errors, progress=live,
             log=None if live or quiet else log, max_grad_norm=max_grad_norm or None,

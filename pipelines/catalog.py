@@ -15,11 +15,14 @@ TASKS_BY_CLASS = {
     "LongformerForCoreference": ["corefs"],
     "LongformerForMaskedLM": ["pretrain-continue"],
 }
+# How long building the bundled model from its source weights takes (measured: 4-5 s).
+BUILD_SECONDS = 5
 
 
 def list_models() -> list[dict]:
-    """The bundled models: name, description, whether usable here, and their tasks."""
-    from lfcli.models.bundled import BUNDLED, DEFAULT_MODEL, bundled_available
+    """The bundled models: name, description, whether usable here (`available`: None or why
+    not), whether already built into the cache, and their tasks."""
+    from lfcli.models.bundled import BUNDLED, DEFAULT_MODEL, bundled_available, is_built
 
     out = []
     for name, entry in BUNDLED.items():
@@ -31,10 +34,21 @@ def list_models() -> list[dict]:
                 "default": name == DEFAULT_MODEL,
                 "description": entry.description,
                 "available": bundled_available(name),
+                "built": is_built(name),
                 "tasks": tasks,
             }
         )
     return out
+
+
+def announce_build(name: str) -> None:
+    """One line on stderr before a bundled model is built into the cache (its first use), so
+    the first run's pause is explained."""
+    from lfcli.models.bundled import BUNDLED, bundled_available, bundled_path, is_built
+
+    if name in BUNDLED and not is_built(name) and bundled_available(name) is None:
+        print(f"lfcli: building the bundled model {name} into {bundled_path(name)} (once, about {BUILD_SECONDS} s)",
+              file=sys.stderr, flush=True)
 
 
 def convert_checkpoint(src: str, out: str, *, max_positions: int, attention_window: int, force: bool) -> Path:

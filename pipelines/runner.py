@@ -1,21 +1,28 @@
 """The batch job: documents in, rows out, in input order, with bounded memory.
 
-Documents are read as a stream and handled in chunks of `chunk_docs`. Within a chunk every
-document is tokenised into windows, the windows are sorted by length and packed into
-batches under a token budget (`max_tokens` = longest window x batch size, so padding stays
-small), run through the model, and the rows are emitted in the documents' input order. A
-document that fails (unreadable, empty, no question, ...) gets a row with `error` and the
-others go on; with on_error="fail" the first failure stops the job instead.
+Documents are read as a stream and handled in chunks of at most `chunk_docs` documents and
+about `chunk_seconds` of work (estimated from the time per character of the chunks before;
+the first chunk is one document), so finished rows come out every few seconds however long
+the documents are, and a killed job loses little. Within a chunk every document is
+tokenised into windows, the windows are sorted by length and packed into batches under a
+token budget (`max_tokens` = longest window x batch size, so padding stays small), run
+through the model, and the rows are emitted in the documents' input order. A document that
+fails (unreadable, empty, no question, ...) gets a row with `error` and the others go on;
+with on_error="fail" the first failure stops the job instead.
+
+Options are checked (`check_options`) before the model loads, as UsageErrors.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import InputError, UsageError
 from .policies import TASK_DEFAULTS, check_policy
+from .progress import note
 from .readers import Document
 from .tasks import ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask
 from .tokenize import DocumentTokenizer
@@ -29,6 +36,106 @@ HEAD_ADVICE = {
     "embed": "",
 }
 DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
+POOLINGS = ("mean", "cls")
+# Windows shorter than this are legal but slow: a long document becomes thousands of calls.
+SHORT_WINDOW = 64
+
+
+def resolve_device(device: str):
+    """"auto" -> cuda when torch has a GPU, else cpu; any other name is checked against this
+    machine, so a missing GPU is a usage error before anything loads."""
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"--device {device!r} is not a device torch knows (auto, cpu, cuda, cuda:1, ...)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            why = "this torch is built without CUDA" if torch.version.cuda is None else "torch finds no GPU"
+            raise UsageError(f"--device {device}: {why}; use --device cpu (or auto)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise UsageError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA devices")
+    elif dev.type != "cpu":
+        raise UsageError(f"--device {device}: lfcli runs on cpu or cuda")
+    return dev
+
+
+def check_backend(attention_backend: str | None, device) -> None:
+    """Refuse an unknown or impossible attention backend (the option's, else the environment
+    variable's) as a usage error; a checkpoint's own setting is checked once it is read."""
+    from lfcli.kernels import ENV_VAR, BackendUnavailable, resolve_backend
+
+    chosen = attention_backend or os.environ.get(ENV_VAR)
+    if not chosen:
+        return
+    where = "--attention-backend" if attention_backend else ENV_VAR
+    try:
+        resolve_backend(chosen, None, device)
+    except (BackendUnavailable, ValueError) as exc:
+        raise UsageError(f"{where} {chosen}: {exc}") from None
+
+
+def check_options(
+    task: str,
+    *,
+    device: str = "auto",
+    dtype: str = "float32",
+    attention_backend: str | None = None,
+    max_length: int | None = None,
+    batch_size: int = 8,
+    max_tokens: int = 16384,
+    global_policy: str | None = None,
+    labels: list[tuple[str, str]] | None = None,
+    temperature: float = 0.05,
+    top_k: int = 1,
+    pooling: str | None = None,
+):
+    """Every option a Pipeline takes, checked without loading anything big; returns the
+    torch device. The CLI calls it before reading inputs, Pipeline before loading the model."""
+    if task not in TASKS:
+        raise UsageError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if batch_size < 1 or max_tokens < 1:
+        raise UsageError("--batch-size and --max-tokens must be positive")
+    if max_length is not None and max_length < 1:
+        raise UsageError("--max-length must be positive")
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
+    if pooling is not None and pooling not in POOLINGS:
+        raise UsageError(f"--pooling {pooling!r}: choose mean or cls")
+    if top_k < 1:
+        raise UsageError("--top-k must be at least 1")
+    if global_policy is not None:
+        check_policy(global_policy)
+    if labels is not None:
+        names = [name for name, _ in labels]
+        if len(names) < 2:
+            given = f" (got only {names[0]!r})" if names else ""
+            raise UsageError(f"zero-shot classify needs two labels or more{given}: with one label every document scores 1.0")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise UsageError(f"label {repeated[0]!r} is given more than once")
+        if not temperature > 0:
+            raise UsageError("--temperature must be positive")
+    torch_device = resolve_device(device)
+    check_backend(attention_backend, torch_device)
+    return torch_device
+
+
+def _check_room(tok: DocumentTokenizer, task: str, question: str | None) -> None:
+    """Refuse a window length (tok.max_length) with no room for document tokens beside the
+    task's special tokens and (qa) the question, which may fill at most half a window."""
+    template = tok.pair if task == "qa" else tok.single
+    special = len(template.prefix) + len(template.middle) + len(template.suffix)
+    q = len(tok.encode(question).ids) if task == "qa" and question else 0
+    need = max(special + max(q, int(task == "qa")) + 1, 2 * q)
+    if tok.max_length < need:
+        what = f"{special} special tokens" + (
+            f" and a {q}-token question (at most half a window)" if q else " and a question" if task == "qa" else "")
+        raise UsageError(f"windows of {tok.max_length} tokens leave no room for the document beside {what}; "
+                         f"use --max-length {need} or more")
 
 
 @dataclass
@@ -51,7 +158,7 @@ class Pipeline:
         task: str,
         model: str | None = None,
         *,
-        device: str = "cpu",
+        device: str = "auto",
         dtype: str = "float32",
         attention_backend: str | None = None,
         max_length: int | None = None,
@@ -59,6 +166,7 @@ class Pipeline:
         max_tokens: int = 16384,
         global_policy: str | None = None,
         chunk_docs: int = 64,
+        chunk_seconds: float = 5.0,
         labels: list[tuple[str, str]] | None = None,
         temperature: float = 0.05,
         question: str | None = None,
@@ -72,13 +180,21 @@ class Pipeline:
         from lfcli.models import ARCHITECTURES, MissingHead
         from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
 
-        if task not in TASKS:
-            raise UsageError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-        if batch_size < 1 or max_tokens < 1:
-            raise UsageError("--batch-size and --max-tokens must be positive")
-        if dtype not in DTYPES:
-            raise UsageError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
-        self.folder = resolve_model(model or DEFAULT_MODEL)
+        from .catalog import announce_build
+
+        torch_device = check_options(
+            task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
+            batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, labels=labels,
+            temperature=temperature, top_k=top_k, pooling=pooling,
+        )
+        name = model or DEFAULT_MODEL
+        announce_build(name)
+        self.folder = resolve_model(name)
+        # The tokenizer comes before the weights, so a window too short for the task's special
+        # tokens (and question) is refused before the load.
+        tokenizer = DocumentTokenizer.from_folder(self.folder, max_length or 0)
+        if max_length is not None:
+            _check_room(tokenizer, task, question)
         zero_shot = task == "classify" and labels is not None
         class_name = "LongformerModel" if zero_shot else {
             "classify": "LongformerForSequenceClassification",
@@ -87,34 +203,32 @@ class Pipeline:
             "corefs": "LongformerForCoreference",
         }[task]
         try:
-            torch_device = torch.device(device)
-        except RuntimeError:
-            raise UsageError(f"--device {device!r} is not a device torch knows") from None
-        try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
                 self.folder, dtype=getattr(torch, DTYPES[dtype]), device=torch_device
             )
         except MissingHead as exc:
             raise InputError(f"{exc}. {HEAD_ADVICE[task]}") from None
         self.model.attention_backend = attention_backend
-        # Refuse an impossible backend now, not after reading the first documents.
+        # The checkpoint's own backend setting, now that it is known.
         resolve_backend(attention_backend, self.model.config.attention_backend, torch_device)
         self.device = torch_device
         config = self.model.config
         limit = config.max_tokens
-        if max_length is not None and max_length < 8:
-            raise UsageError("--max-length must be at least 8 tokens")
+        if max_length is not None and max_length > limit:
+            note(f"--max-length {max_length} is more than the model's {limit} positions: windows of {limit} tokens")
         self.max_length = min(max_length or limit, limit)
-        self.tokenizer = DocumentTokenizer.from_folder(self.folder, self.max_length)
-        policy = check_policy(global_policy or TASK_DEFAULTS[task])
+        self.tokenizer = DocumentTokenizer(tokenizer.tokenizer, self.max_length)
+        _check_room(self.tokenizer, task, question)
+        if self.max_length < SHORT_WINDOW:
+            note(f"windows of {self.max_length} tokens (the model takes {limit}): a long document becomes "
+                 "many small model calls, which is slow")
+        policy = global_policy or TASK_DEFAULTS[task]
         lfcli_meta = config.extra.get("lfcli", {})
         embed_opts = {
             "pooling": pooling or lfcli_meta.get("pooling", "mean"),
             "normalize": lfcli_meta.get("normalize", True) if normalize is None else normalize,
         }
         if zero_shot:
-            if not labels:
-                raise UsageError("--labels needs at least one label")
             self.task: Task = ZeroShotClassifyTask(self.tokenizer, policy, labels, temperature, **embed_opts)
         elif task == "classify":
             self.task = ClassifyTask(self.tokenizer, policy)
@@ -124,7 +238,8 @@ class Pipeline:
             self.task = QATask(self.tokenizer, policy, question=question, top_k=top_k)
         else:
             self.task = CorefTask(self.tokenizer, policy)
-        self.batch_size, self.max_tokens, self.chunk_docs = batch_size, max_tokens, chunk_docs
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.chunk_docs, self.chunk_seconds = chunk_docs, chunk_seconds
         self.stats = Stats()
         self.task.setup(self.model, self._run_one)
 
@@ -201,13 +316,19 @@ class Pipeline:
             raise UsageError("--on-error must be skip or fail")
         self.stats = Stats(started=time.perf_counter())
         chunk: list[Document] = []
+        chars = 0
+        seconds_per_char = None  # of the last chunk; until there is one, a chunk is one document
         for doc in documents:
             if doc.id in skip_ids:
                 continue
             chunk.append(doc)
-            if len(chunk) == self.chunk_docs:
+            chars += len(doc.text or "")
+            if len(chunk) == self.chunk_docs or seconds_per_char is None or chars * seconds_per_char >= self.chunk_seconds:
+                started = time.perf_counter()
                 yield from self._run_chunk(chunk, on_error, progress)
-                chunk = []
+                if chars:
+                    seconds_per_char = (time.perf_counter() - started) / chars
+                chunk, chars = [], 0
         if chunk:
             yield from self._run_chunk(chunk, on_error, progress)
 

@@ -23,7 +23,8 @@ there in whole units.
   ``OUT.json`` first copies its rows to a new sidecar (written to a temp name,
   then renamed).
 * ``OUT.parquet``: rows are buffered and written every ``rows_per_group`` rows
-  (or ``flush_seconds`` after the last flush, or on ``flush()``) as a complete
+  (or, at the next row, once ``flush_seconds`` (5 s) have passed since the last flush,
+  so a killed job keeps all but its last few seconds; or on ``flush()``) as a complete
   Parquet file ``OUT.parquet.parts/part-NNNNNN.parquet`` (written as ``.tmp``,
   fsynced, renamed). ``close()`` merges the parts, in order, into
   ``OUT.parquet.tmp``, renames it to ``OUT.parquet``, then renames the parts
@@ -76,7 +77,7 @@ __all__ = [
 ]
 
 ROWS_PER_GROUP = 256
-FLUSH_SECONDS = 60.0
+FLUSH_SECONDS = 5.0
 
 _EXTENSIONS = {
     ".jsonl": "jsonl",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,3 +198,158 @@ def test_resume_after_sigkill(ckpts, tmp_path, suffix):
     ids = [x["id"] for x in (rows_of(out.read_text()) if suffix == ".jsonl" else pq.read_table(out).to_pylist())]
     assert sorted(ids) == sorted(f"doc{i:03d}.txt" for i in range(120))
     assert len(ids) == len(set(ids))
+
+
+# -- issue #15: options checked first, no quiet failures, help that tells the truth ------------
+@pytest.mark.parametrize("option", [
+    ["--dtype", "foo"], ["--global", "foo"], ["--pooling", "foo"], ["--max-length", "0"], ["--batch-size", "0"],
+    ["--attention-backend", "foo"], ["--device", "tpu"], ["--device", "cuda:99"], ["--on-error", "maybe"],
+])
+def test_options_are_usage_errors_before_inputs_and_model(option):
+    """A bad option is exit 2 with one line, before the (missing) input or the (missing)
+    model would have failed with exit 1."""
+    r = invoke("embed", "/missing/input.txt", "-m", "/missing/model", *option)
+    assert r.exit_code == 2, r.output
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("lfcli: error: ") and option[0] in r.stderr
+
+
+def test_device_and_backend_this_machine_lacks_are_usage_errors(monkeypatch):
+    import torch
+
+    r = invoke("embed", "/missing/input.txt", "--device", "auto")
+    assert r.exit_code == 1 and "no such file" in r.stderr  # auto is a device: on to the input
+    if not torch.cuda.is_available():
+        r = invoke("embed", "/missing/input.txt", "--device", "cuda")
+        assert r.exit_code == 2 and "--device cuda" in r.stderr and "--device cpu" in r.stderr
+        # without TRITON_INTERPRET (which the test session sets) the CPU cannot run triton
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+        r = invoke("embed", "/missing/input.txt", "--attention-backend", "triton")
+        assert r.exit_code == 2 and r.stderr.startswith("lfcli: error: --attention-backend triton: ")
+        monkeypatch.setenv("LFCLI_ATTENTION_BACKEND", "triton")
+        r = invoke("embed", "/missing/input.txt")
+        assert r.exit_code == 2 and "LFCLI_ATTENTION_BACKEND triton" in r.stderr
+
+
+def test_zero_shot_needs_two_labels(ckpts, docs):
+    for labels in (["--labels", "law"], ["--labels", " , "], ["--labels", "law,law"]):
+        r = invoke("classify", "/missing/input.txt", "-m", ckpts["embed"], *labels)
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert "two labels or more" in invoke("classify", docs, "-m", ckpts["embed"], "--labels", "law").stderr
+
+
+def test_max_length_is_capped_aloud_and_too_short_refused(ckpts, docs, tmp_path):
+    r = invoke("embed", docs, "-m", ckpts["embed"], "--max-length", "100000")
+    assert r.exit_code == 0
+    assert "lfcli: note: --max-length 100000 is more than the model's 128 positions: windows of 128 tokens" in r.stderr
+    r = invoke("embed", docs, "-m", ckpts["embed"], "--max-length", "2", "--quiet")
+    assert r.exit_code == 2 and "no room for the document beside 2 special tokens; use --max-length 3" in r.stderr
+    r = invoke("embed", docs, "-m", ckpts["embed"], "--max-length", "16", "--quiet")
+    assert r.exit_code == 0 and "windows of 16 tokens" in r.stderr and "slow" in r.stderr
+    question = "Why did the court hold that the contract was void?"
+    r = invoke("qa", docs, "-m", ckpts["qa"], "-q", question, "--max-length", "20")
+    assert r.exit_code == 2 and "question (at most half a window)" in r.stderr, r.stderr
+    # refused before the weights load: a checkpoint with corrupt weights does not get that far
+    broken = tmp_path / "broken"
+    shutil.copytree(ckpts["embed"], broken)
+    (broken / "model.safetensors").write_bytes(b"not weights")
+    assert invoke("embed", docs, "-m", broken, "--max-length", "2").exit_code == 2
+    assert invoke("embed", docs, "-m", broken).exit_code == 1
+
+
+def test_failures_are_reported_first_without_their_throughput(ckpts, tmp_path):
+    folder = tmp_path / "empties"
+    folder.mkdir()
+    (folder / "a.txt").write_text("")
+    (folder / "b.txt").write_text("   ")
+    r = invoke("embed", folder, "-m", ckpts["embed"])
+    assert r.exit_code == 0 and [x["id"] for x in rows_of(r.stdout)] == ["a.txt", "b.txt"]
+    assert r.stderr == f"lfcli: all 2 documents failed, each with an error row (first: {folder / 'a.txt'}: empty document)\n"
+    (folder / "c.txt").write_text("The court held that the contract was void.")
+    lines = invoke("embed", folder, "-m", ckpts["embed"]).stderr.splitlines()
+    assert lines[0].startswith("lfcli: 2 of 3 documents failed") and lines[1].startswith("lfcli: 1 document done in ")
+
+
+def test_jsonl_without_the_text_field_is_a_whole_input_error(ckpts, tmp_path):
+    records = tmp_path / "r.jsonl"
+    records.write_text("".join(json.dumps({"id": i, "body": "text"}) + "\n" for i in range(3)))
+    r = invoke("embed", records, "-m", ckpts["embed"])
+    assert r.exit_code == 1 and r.stdout == ""
+    assert "no 'text' field in its first 3 records (fields: id, body)" in r.stderr
+    assert invoke("embed", records, "-m", ckpts["embed"], "--text-column", "body", "--quiet").exit_code == 0
+
+
+def test_stdin_id_and_jsonl_detection(ckpts):
+    r = runner.invoke(app, ["embed", "-", "-m", str(ckpts["embed"]), "--quiet"], input="Text from a pipe.\n")
+    assert [x["id"] for x in rows_of(r.stdout)] == ["-"]  # as the README says
+    jsonl = '{"id": "a", "text": "One."}\n{"id": "b", "text": "Two."}\n'
+    r = runner.invoke(app, ["embed", "-", "-m", str(ckpts["embed"]), "--quiet"], input=jsonl)
+    assert [x["id"] for x in rows_of(r.stdout)] == ["a", "b"] and "standard input is JSONL" in r.stderr
+    r = runner.invoke(app, ["embed", "-", "-m", str(ckpts["embed"]), "--quiet", "--input-format", "text"], input=jsonl)
+    assert [x["id"] for x in rows_of(r.stdout)] == ["-"]
+
+
+def test_models_says_when_the_bundled_model_is_built(monkeypatch, tmp_path):
+    from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
+
+    monkeypatch.setenv("LFCLI_CACHE", str(tmp_path))
+    if bundled_available(DEFAULT_MODEL) is not None:
+        pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
+    assert "builds on first use (about 5 s)" in invoke("models").stdout
+    r = runner.invoke(app, ["embed", "-", "--quiet"], input="A first run builds the model.")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.count(f"lfcli: building the bundled model {DEFAULT_MODEL} into {tmp_path}") == 1
+    assert "    ready" in invoke("models").stdout
+    r = runner.invoke(app, ["embed", "-", "--quiet"], input="The second run does not.")
+    assert "building" not in r.stderr
+
+
+def _all_commands():
+    """The argument paths of the app and of every command and subcommand on it."""
+    import typer.main
+
+    stack = [([], typer.main.get_command(app))]
+    while stack:
+        path, cmd = stack.pop()
+        yield path
+        stack.extend((path + [name], sub) for name, sub in getattr(cmd, "commands", {}).items())
+
+
+def _help_words(*path) -> str:
+    """A command's help as one line of words, without the panels' borders."""
+    return " ".join(invoke(*path, "--help").stdout.replace("│", " ").split())
+
+
+def test_help_shows_plain_metavars_and_each_commands_own_words():
+    for path in _all_commands():
+        text = invoke(*path, "--help").stdout
+        assert "<" not in text.replace("<stdin>", ""), (path, text)  # no <bool>, <str>, <list[str]>
+        assert "Show this message and exit." in text
+    help_embed = invoke("embed", "--help").stdout
+    assert "PATH" in help_embed and "INT" in help_embed and "TEXT" in help_embed
+    force = [line for line in help_embed.splitlines() if "--force" in line][0]
+    assert force.split("-F")[1].split()[0] == "Overwrite"  # a flag: no type between it and its help
+    pretrain = _help_words("pretrain-continue")
+    assert "Overwrite an existing output file" not in pretrain and "skip their ids" not in pretrain
+    assert "checkpoint" in pretrain.split("--resume")[1][:200] and "checkpoints" in pretrain.split("--force")[1][:200]
+    assert "every 5 s or every row group" in _help_words("embed")
+
+
+def test_a_killed_job_keeps_rows_finished_seconds_ago(ckpts, tmp_path):
+    """Parquet rows reach the output every 5 s (FLUSH_SECONDS) even when a row group (256
+    here) is far from full, so SIGKILL in the first minute still leaves finished rows."""
+    folder = tmp_path / "long"
+    folder.mkdir()
+    for i in range(120):
+        (folder / f"doc{i:03d}.txt").write_text(f"Document number {i}. " + "The court held that the contract was void. " * 300)
+    out = tmp_path / "out.parquet"
+    args = [sys.executable, "-m", "lfcli", "embed", folder, "-m", ckpts["embed"], "-o", out, "-b", "1", "--quiet"]
+    proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    parts = Path(str(out) + ".parts")
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and not (parts.is_dir() and any(parts.glob("*.parquet"))):
+        time.sleep(0.05)
+    assert proc.poll() is None, "the job finished before it could be killed; make it longer"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    saved = [x["id"] for p in sorted(parts.glob("*.parquet")) for x in pq.read_table(p).to_pylist()]
+    assert 0 < len(saved) < 120 and saved == [f"doc{i:03d}.txt" for i in range(len(saved))]

@@ -10,7 +10,7 @@ from lfcli.models import LongformerForQuestionAnswering
 from lfcli.pipelines.errors import UsageError
 from lfcli.pipelines.policies import check_policy, global_positions
 from lfcli.pipelines.readers import Document
-from lfcli.pipelines.runner import Pipeline
+from lfcli.pipelines.runner import Pipeline, check_options
 from lfcli.pipelines.tasks import CorefTask
 from lfcli.pipelines.tokenize import DocumentTokenizer, owned_ranges, plan_windows
 
@@ -92,6 +92,37 @@ def test_output_order_and_batching(encoder_dir):
     items = [it for i, d in enumerate(docs[:3]) for it in pipe.task.prepare(i, d).items]
     for b in pipe._batches(items):
         assert len(b) <= 3 and (len(b) == 1 or len(b[0]) * len(b) <= 100)
+
+
+def test_rows_come_out_every_few_seconds_not_per_64_documents(encoder_dir):
+    """The first chunk is one document; later chunks hold about chunk_seconds of work (from
+    the time per character so far), at most chunk_docs documents: a killed job loses
+    seconds, not a whole chunk of long documents."""
+    consumed = []
+
+    def documents():
+        for i in range(20):
+            consumed.append(i)
+            yield Document(str(i), "the court held that " * 40)
+
+    for chunk_seconds, consumed_by_second_row in ((0.0, 2), (3600.0, 9)):
+        consumed.clear()
+        pipe = Pipeline("embed", str(encoder_dir), max_length=64, chunk_docs=8, chunk_seconds=chunk_seconds)
+        rows = pipe.run(documents())
+        assert next(rows)["id"] == "0" and consumed == [0]
+        next(rows)
+        assert len(consumed) == consumed_by_second_row
+        assert [r["id"] for r in rows] == [str(i) for i in range(2, 20)]
+
+
+def test_check_options_refuses_before_loading():
+    for bad in (dict(dtype="fp64"), dict(global_policy="sentences"), dict(pooling="max"), dict(top_k=0),
+                dict(max_length=0), dict(labels=[("law", "")]), dict(labels=[("a", ""), ("b", "")], temperature=0),
+                dict(device="cuda:99"), dict(attention_backend="fast")):
+        with pytest.raises(UsageError):
+            check_options("embed", **bad)
+    assert check_options("embed", device="cpu").type == "cpu"
+    assert check_options("embed", device="auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def test_batching_does_not_change_results(encoder_dir):
