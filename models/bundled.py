@@ -235,6 +235,50 @@ def bundled_available(name: str) -> str | None:
     return None
 
 
+# -- bundled task models: LoRA adapters + heads over the bundled base, shipped as package data --
+@dataclass(frozen=True)
+class BundledTaskModel:
+    name: str
+    task: str  # the lfcli command it serves
+    description: str
+    trained_on: str  # data, size and licence
+    scores: str  # measured validation figures, as reported in the README
+
+
+TASK_MODELS: dict[str, BundledTaskModel] = {}
+
+
+def task_models_dir() -> Path:
+    """lfcli/data/models inside the installed package (package data, see pyproject.toml)."""
+    import importlib.resources
+
+    return Path(str(importlib.resources.files("lfcli"))) / "data" / "models"
+
+
+def task_model_path(name: str) -> Path:
+    return task_models_dir() / name
+
+
+def default_model(task: str) -> str:
+    """The model a task uses without -m: its bundled trained model when there is one
+    (and its files are present), else the bundled base."""
+    for entry in TASK_MODELS.values():
+        if entry.task == task and (task_model_path(entry.name) / "config.json").is_file():
+            return entry.name
+    return DEFAULT_MODEL
+
+
+def base_fingerprint(name: str | Path, folder: Path) -> str:
+    """What pins an adapter's base: the bundled source's sha256 and build version for a
+    bundled name, else the sha256 of the folder's weights file."""
+    if str(name) in BUNDLED:
+        return f"{BUNDLED[str(name)].source_sha256}:build{BUILD_VERSION}"
+    weights = folder / "model.safetensors"
+    if not weights.is_file():
+        weights = folder / "pytorch_model.bin"
+    return sha256_of(weights) if weights.is_file() else "unknown"
+
+
 def resolve_model(name_or_path: str | Path) -> Path:
     """A bundled name -> its cached folder (built on first use); an existing folder -> itself.
 
@@ -244,6 +288,11 @@ def resolve_model(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
     if text in BUNDLED:
         return ensure_bundled(text)  # BundledUnavailable says what is missing
+    if text in TASK_MODELS:
+        folder = task_model_path(text)
+        if not (folder / "config.json").is_file():
+            raise BundledUnavailable(f"the bundled model {text!r} is missing from this installation ({folder})")
+        return folder
     path = Path(text).expanduser()
     if path.is_dir():
         return path

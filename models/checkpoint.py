@@ -70,6 +70,86 @@ def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
     raise CheckpointError(f"{folder}: no weights file (expected model.safetensors or pytorch_model.bin)")
 
 
+def is_adapter_folder(folder: Path) -> bool:
+    """A LoRA adapter folder (PEFT layout) without full weights of its own."""
+    from .lora import ADAPTER_CONFIG
+
+    has_weights = any((folder / f).exists() for f in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"))
+    return (folder / ADAPTER_CONFIG).is_file() and not has_weights
+
+
+def adapter_base(folder: Path, config: LongformerConfig | None = None) -> Path:
+    """The base model folder an adapter was trained on: a bundled name (built on first use)
+    or a folder, relative to the adapter folder when it is there. Checked against the
+    sha256 pinned in the adapter's config.json when one is."""
+    from .bundled import base_fingerprint, resolve_model
+    from .lora import ADAPTER_CONFIG
+
+    try:
+        name = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))["base_model_name_or_path"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{folder / ADAPTER_CONFIG}: unreadable adapter config ({exc})") from None
+    local = folder / str(name)
+    base = resolve_model(local if local.is_dir() and not str(name) in ("", ".") else name)
+    pinned = ((config.extra.get("lfcli") or {}).get("adapter") or {}).get("base_sha256") if config else None
+    if pinned:
+        found = base_fingerprint(name, base)
+        if found != pinned:
+            raise CheckpointError(
+                f"{folder}: the adapter was trained on base model {name!r} with sha256 {pinned[:12]}..., "
+                f"but that base is now {found[:12]}...; use the base it was trained on"
+            )
+    return base
+
+
+def adapter_state_dict(folder: Path, config: LongformerConfig, prefix: str) -> dict[str, torch.Tensor]:
+    """The base model's weights with the adapter in `folder` merged in (our names)."""
+    from .lora import merge_into_state, read_adapter
+
+    base = adapter_base(folder, config)
+    try:
+        base_config = LongformerConfig.from_json_file(base / "config.json")
+    except ConfigError as exc:
+        raise CheckpointError(f"{base}: {exc}") from None
+    state = to_model_names(read_state_dict(base), prefix, short_model=base_config.model_type != "longformer")
+    try:
+        adapter_config, tensors = read_adapter(folder)
+        return merge_into_state(state, adapter_config, tensors, prefix)
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        raise CheckpointError(f"{folder}: cannot apply the adapter ({str(exc).splitlines()[0]})") from None
+
+
+def init_from_encoder(cls, path, config: LongformerConfig | None = None):
+    """A new `cls` whose encoder comes from the checkpoint at `path` and whose head is
+    freshly initialised (as transformers initialises it; seed torch first for a
+    reproducible head): the start of fine-tuning a task the checkpoint has no head for."""
+    folder = Path(path)
+    if config is None:
+        config = LongformerConfig.from_json_file(folder / "config.json")
+    model = cls(config)
+    prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
+    source = LongformerConfig.from_json_file(folder / "config.json")
+    state = adapter_state_dict(folder, source, prefix) if is_adapter_folder(folder) else to_model_names(
+        read_state_dict(folder), prefix, short_model=source.model_type != "longformer"
+    )
+    encoder = {k: v for k, v in state.items() if k.startswith(prefix + "embeddings.") or k.startswith(prefix + "encoder.")}
+    expected = {k for k in model.state_dict() if k.startswith(prefix + "embeddings.") or k.startswith(prefix + "encoder.")}
+    missing = sorted(expected - set(encoder))
+    if missing:
+        raise CheckpointError(f"{folder}: encoder weights missing from the checkpoint: {_names(missing)}")
+    model.load_state_dict(encoder, strict=False)
+    model.tie_weights()
+    return model
+
+
+def tokenizer_folder(folder: Path) -> Path:
+    """Where a model folder's tokenizer files are: the folder, or its adapter's base."""
+    folder = Path(folder)
+    if (folder / "tokenizer.json").is_file() or not is_adapter_folder(folder):
+        return folder
+    return adapter_base(folder)
+
+
 def _split_prefix(name: str) -> tuple[bool, str]:
     """(is an encoder weight, name without the source's encoder prefix)."""
     for prefix in SOURCE_PREFIXES:
@@ -107,13 +187,18 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
         config = LongformerConfig.from_json_file(folder / "config.json")
     except ConfigError as exc:
         raise CheckpointError(f"{folder}: {exc}") from None
-    state = read_state_dict(folder)
+    adapter = is_adapter_folder(folder)
+    if not adapter:
+        state = read_state_dict(folder)
     # Build on the meta device and fill from the checkpoint: no time spent on a random
     # initialisation that the weights would overwrite anyway.
     with torch.device("meta"), _initialisation_skipped():
         model = cls(config)
     prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
-    state = to_model_names(state, prefix, short_model=config.model_type != "longformer")
+    if adapter:
+        state = adapter_state_dict(folder, config, prefix)
+    else:
+        state = to_model_names(state, prefix, short_model=config.model_type != "longformer")
     expected = model.state_dict()
     tied = {"lm_head.decoder.weight"}
 
@@ -200,7 +285,12 @@ def available_heads(path) -> list[str]:
 
     folder = Path(path)
     single = folder / "model.safetensors"
-    if single.exists():
+    if is_adapter_folder(folder):
+        from .lora import read_adapter
+
+        _, tensors = read_adapter(folder)
+        names = [k[len("base_model.model."):] for k in tensors]
+    elif single.exists():
         with safe_open(str(single), "pt") as f:
             names = list(f.keys())
     else:

@@ -240,12 +240,75 @@ class ZeroShotClassifyTask(EmbedTask):
         return _classify_schema()
 
 
+def batch_tensors(items: list[Item], pad_id: int, device=None) -> dict:
+    """Right-padded model inputs for a list of windows: input_ids, attention_mask,
+    global_attention_mask, token_type_ids (long tensors, on `device`)."""
+    import torch
+
+    n = max(len(it) for it in items)
+    ids = torch.full((len(items), n), pad_id, dtype=torch.long)
+    types = torch.zeros((len(items), n), dtype=torch.long)
+    mask = torch.zeros((len(items), n), dtype=torch.long)
+    glob = torch.zeros((len(items), n), dtype=torch.long)
+    for b, it in enumerate(items):
+        m = len(it)
+        ids[b, :m] = torch.tensor(it.window.input_ids)
+        types[b, :m] = torch.tensor(it.window.token_type_ids)
+        mask[b, :m] = 1
+        glob[b, it.global_positions] = 1
+    out = {"input_ids": ids, "attention_mask": mask, "global_attention_mask": glob, "token_type_ids": types}
+    return {k: v.to(device) for k, v in out.items()} if device is not None else out
+
+
+def predict_rows(model, task: "Task", docs: list[Document], pad_id: int, max_tokens: int = 16384, max_batch: int = 32) -> list[dict]:
+    """Run an in-memory model over documents with a task (prepare, forward, finish), windows
+    batched longest first under a token budget: what `lfcli TASK` does, for evaluating a
+    model during training. Rows in the documents' order."""
+    device = next(model.parameters()).device
+    prepared = [task.prepare(k, d) for k, d in enumerate(docs)]
+    items = sorted(((k, j, it) for k, p in enumerate(prepared) for j, it in enumerate(p.items)), key=lambda x: -len(x[2]))
+    results: dict[tuple[int, int], Any] = {}
+    start = 0
+    while start < len(items):
+        chunk = items[start: start + max(1, min(max_batch, max_tokens // len(items[start][2])))]
+        start += len(chunk)
+        windows = [it for _, _, it in chunk]
+        for (k, j, _), out in zip(chunk, task.forward(model, batch_tensors(windows, pad_id, device), windows)):
+            results[(k, j)] = out
+    return [task.finish(d, p, [results[(k, j)] for j in range(len(p.items))]) for k, (d, p) in enumerate(zip(docs, prepared))]
+
+
+def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: int, k: int) -> list[tuple[float, int, int]]:
+    """The k best spans (margin, first token, last token) of one window's context tokens.
+
+    margin = start_logit[i] + end_logit[j] - null_logit, for i <= j < i + max_answer_tokens,
+    where null_logit is the window's no-answer score (start and end logits of its first
+    token, the target of windows without the answer in training). Margins of different
+    windows are on one scale, so the best answer over many windows of a long document is
+    the span with the largest margin; softmax-normalising each window alone would make
+    every window look confident."""
+    import torch
+
+    scores = start_logits.float()[:, None] + end_logits.float()[None, :] - null_logit
+    n = scores.shape[0]
+    i = torch.arange(n)
+    valid = (i[None, :] >= i[:, None]) & (i[None, :] - i[:, None] < max_answer_tokens)
+    scores = scores.masked_fill(~valid, float("-inf")).flatten()
+    best, flat = scores.topk(min(k, scores.numel()))
+    return [(float(sc), int(f) // n, int(f) % n) for sc, f in zip(best, flat) if math.isfinite(float(sc))]
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
 class QATask(Task):
     """Extractive answers. Rows: id, question, answer, start, end, score (character offsets
     into the document, end exclusive), and `answers` (the top-k) when top_k > 1.
 
-    Scores follow transformers' QA pipeline: in each window, softmax over the context tokens
-    for start and for end, score(span) = p_start * p_end, spans of at most max_answer_tokens."""
+    Spans are ranked by their margin over the window's no-answer score (`best_spans`), so
+    windows of a long document compete on one scale; `score` = sigmoid(margin), the
+    model's confidence that this span, rather than nothing, answers from its window."""
 
     name = "qa"
     model_class = "LongformerForQuestionAnswering"
@@ -274,16 +337,10 @@ class QATask(Task):
         for b, item in enumerate(items):
             c0 = item.window.content_start
             s0, s1 = item.window.span
-            p_start = start_logits[b, c0: c0 + s1 - s0].float().softmax(-1)
-            p_end = end_logits[b, c0: c0 + s1 - s0].float().softmax(-1)
-            scores = p_start[:, None] * p_end[None, :]
-            n = scores.shape[0]
-            i = torch.arange(n)
-            valid = (i[None, :] >= i[:, None]) & (i[None, :] - i[:, None] < self.max_answer_tokens)
-            scores = scores.masked_fill(~valid, -1.0).flatten()
-            k = min(self.top_k, scores.numel())
-            best, flat = scores.topk(k)
-            out.append([(float(sc), s0 + int(f) // n, s0 + int(f) % n) for sc, f in zip(best, flat) if sc >= 0])
+            null = float(start_logits[b, 0]) + float(end_logits[b, 0])
+            spans = best_spans(start_logits[b, c0: c0 + s1 - s0], end_logits[b, c0: c0 + s1 - s0], null,
+                               self.max_answer_tokens, self.top_k)
+            out.append([(margin, s0 + i, s0 + j) for margin, i, j in spans])
         return out
 
     def finish(self, doc, prepared, results):
@@ -294,7 +351,7 @@ class QATask(Task):
             if (start, end) in seen:
                 continue  # the same span proposed by two overlapping windows
             seen.add((start, end))
-            answers.append({"answer": doc.text[start:end], "start": start, "end": end, "score": score})
+            answers.append({"answer": doc.text[start:end], "start": start, "end": end, "score": _sigmoid(score)})
             if len(answers) == self.top_k:
                 break
         row = {"id": doc.id, "question": prepared.extra["question"], **answers[0]}
@@ -314,39 +371,100 @@ class QATask(Task):
         return pa.schema([*fields, ("error", pa.string())])
 
 
+def word_boundaries(tok: DocumentTokenizer, text: str, n: int) -> tuple[list[bool], list[bool]]:
+    """(starts, ends): whether each of the text's n tokens is the first / last sub-word of a
+    word, as the tokenizer's pre-tokenizer splits words (white space and punctuation: in
+    "Elizabeth's", "Elizabeth" is a word). Mentions start and end on word boundaries, so
+    only those tokens are candidates (a third fewer spans, none cutting a word)."""
+    word_ids = tok.tokenizer.encode(text, add_special_tokens=False).word_ids
+    if len(word_ids) != n:  # cannot happen with one tokenizer; every token is then a candidate
+        return [True] * n, [True] * n
+    starts = [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
+    ends = [i == n - 1 or w is None or w != word_ids[i + 1] for i, w in enumerate(word_ids)]
+    return starts, ends
+
+
+def decode_clusters(spans, valid, antecedent_scores, mention_scores, singleton_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
+    """One window's entities from its scores (LongformerForCoreference.forward, one sample).
+
+    Max-antecedent decoding: each mention links to its best-scoring antecedent when that
+    beats the dummy antecedent (score 0), and links chain into clusters. A mention that links
+    to nothing and is not linked to is a one-mention entity when its mention score exceeds
+    `singleton_threshold`. Spans are (start, end) token positions, end inclusive; clusters
+    in order of their first mention, mentions in text order (the model's order)."""
+    best_score, best = antecedent_scores.float().max(dim=1) if antecedent_scores.shape[1] else (None, None)
+    cluster_of: dict[int, int] = {}
+    clusters: list[list[int]] = []
+    for i in range(spans.shape[0]):
+        if not bool(valid[i]):
+            continue
+        score = float(best_score[i]) if best_score is not None else -math.inf
+        if score > 0:  # finite and above the dummy
+            j = int(best[i])
+            if j not in cluster_of:
+                cluster_of[j] = len(clusters)
+                clusters.append([j])
+            cluster_of[i] = cluster_of[j]
+            clusters[cluster_of[i]].append(i)
+    singles = [[i] for i in range(spans.shape[0])
+               if bool(valid[i]) and i not in cluster_of and float(mention_scores[i]) > singleton_threshold]
+    out = sorted(clusters + singles, key=lambda c: min(c))
+    return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]
+
+
 class CorefTask(Task):
     """Coreference chains. Rows: id, clusters: a list of clusters, each a list of
-    {start, end, text} character spans (end exclusive), in text order."""
+    {start, end, text} character spans (end exclusive) of the document's text, mentions and
+    clusters in text order. `singletons`: also report one-mention entities (mentions the
+    model scores as mentions, linked to nothing), as LitBank annotates them.
+
+    A document that fits the model's positions is one window; a longer one is cut into
+    windows overlapping by a quarter, each decoded on its own (`decode_clusters`), and
+    clusters of different windows merge where they share a mention (`finish`)."""
 
     name = "corefs"
     model_class = "LongformerForCoreference"
 
-    def forward(self, model, batch, items):
+    def __init__(self, tokenizer, policy, singletons: bool = False):
+        super().__init__(tokenizer, policy)
+        self.singletons = singletons
+
+    def prepare(self, doc_index, doc):
+        prepared = super().prepare(doc_index, doc)
+        starts, ends = word_boundaries(self.tok, doc.text, len(prepared.encoded.ids))
+        for item in prepared.items:
+            s0, s1 = item.window.span
+            item.extra["word_starts"], item.extra["word_ends"] = starts[s0:s1], ends[s0:s1]
+        return prepared
+
+    def mention_masks(self, items: list[Item], n: int) -> dict:
+        """mention_mask, start_mask, end_mask (B, n) bool for a batch of windows: a mention
+        lies within the window's content tokens and starts / ends on word boundaries."""
         import torch
 
-        mention_mask = torch.zeros_like(batch["attention_mask"], dtype=torch.bool)
+        masks = {k: torch.zeros((len(items), n), dtype=torch.bool) for k in ("mention_mask", "start_mask", "end_mask")}
         for b, item in enumerate(items):
             c0 = item.window.content_start
-            mention_mask[b, c0: c0 + item.window.span[1] - item.window.span[0]] = True
-        spans, valid, pair = model(**batch, mention_mask=mention_mask)
+            c1 = c0 + item.window.span[1] - item.window.span[0]
+            masks["mention_mask"][b, c0:c1] = True
+            if "word_starts" in item.extra:
+                masks["start_mask"][b, c0:c1] = torch.tensor(item.extra["word_starts"], dtype=torch.bool)
+                masks["end_mask"][b, c0:c1] = torch.tensor(item.extra["word_ends"], dtype=torch.bool)
+            else:
+                masks["start_mask"][b, c0:c1] = masks["end_mask"][b, c0:c1] = True
+        return masks
+
+    def forward(self, model, batch, items):
+        device = batch["input_ids"].device
+        masks = {k: v.to(device) for k, v in self.mention_masks(items, batch["input_ids"].shape[1]).items()}
+        spans, valid, pair, mention_scores = model(**batch, **masks)
+        spans, valid, pair, mention_scores = spans.cpu(), valid.cpu(), pair.float().cpu(), mention_scores.float().cpu()
+        threshold = getattr(model, "singleton_threshold", 0.0)
         out = []
         for b, item in enumerate(items):
-            shift = item.window.span[0] - item.window.content_start  # window position -> doc token
-            best_score, best = pair[b].max(dim=1)
-            cluster_of: dict[int, int] = {}
-            clusters: list[list[tuple[int, int]]] = []
-            for i in range(spans.shape[1]):
-                if not valid[b, i]:
-                    continue
-                mention = (int(spans[b, i, 0]) + shift, int(spans[b, i, 1]) + shift)
-                if math.isfinite(float(best_score[i])) and float(best_score[i]) > 0:  # else: the dummy antecedent
-                    j = int(best[i])
-                    if j not in cluster_of:
-                        cluster_of[j] = len(clusters)
-                        clusters.append([(int(spans[b, j, 0]) + shift, int(spans[b, j, 1]) + shift)])
-                    cluster_of[i] = cluster_of[j]
-                    clusters[cluster_of[i]].append(mention)
-            out.append(clusters)
+            shift = item.window.span[0] - item.window.content_start  # window position -> document token
+            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], threshold)
+            out.append([[(s + shift, e + shift) for s, e in c] for c in clusters])
         return out
 
     def finish(self, doc, prepared, results):
@@ -361,17 +479,18 @@ class CorefTask(Task):
 
         for window_clusters in results:
             for cluster in window_clusters:
+                find(cluster[0])
                 for m in cluster[1:]:
                     parent[find(m)] = find(cluster[0])
         groups: dict[tuple[int, int], set] = {}
-        for m in parent:
+        for m in list(parent):
             groups.setdefault(find(m), set()).add(m)
         offsets = prepared.encoded.offsets
         clusters = []
         for members in groups.values():
-            if len(members) < 2:
-                continue
             spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in members})
+            if len(spans) < 2 and not self.singletons:
+                continue
             clusters.append([{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans])
         clusters.sort(key=lambda c: (c[0]["start"], c[0]["end"]))
         return {"id": doc.id, "clusters": clusters}

@@ -1,0 +1,286 @@
+"""`lfcli finetune TASK DATA -o DIR`: train a task model on the one trainer (pipelines/trainer.py).
+
+What every task shares lives here: the output folder's rules (--force, --resume), the base
+model with a new head, LoRA (the default) or full fine-tuning, and how the trained model is
+written so that `lfcli TASK -m DIR` loads it:
+
+  lora   DIR holds config.json (the task model's config; the base model named and pinned by
+         sha256), adapter_config.json + adapter_model.safetensors (PEFT's layout: the
+         low-rank updates and the trained head), and the tokenizer files. Loading merges
+         the adapter into the base weights, so inference runs at the base model's speed.
+         `merge=True` writes a full transformers-layout checkpoint instead.
+  full   DIR is a full transformers-layout checkpoint.
+
+Attention-probability dropout is turned off while fine-tuning: on the CPU it forces
+PyTorch's unfused attention path and costs ~40% of the step time; hidden-state dropout
+(0.1) stays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .errors import InputError, UsageError
+from .trainer import METRICS_FILE, STATE_DIR, SUMMARY_FILE, Dist, TrainConfig, train
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt")
+MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
+
+
+def check_output(output: Path, resume: bool, force: bool) -> None:
+    if resume and force:
+        raise UsageError("--resume and --force contradict each other; pick one")
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"{output}: exists and is not a folder; the output of finetune is a model folder")
+    if output.is_dir() and any(output.iterdir()) and not (resume or force):
+        raise UsageError(f"{output}: exists and is not empty; pass --resume to continue the run there or --force to start over")
+
+
+def clear_output(output: Path) -> None:
+    """--force: remove what an earlier run wrote there (and nothing else)."""
+    if not output.is_dir():
+        return
+    for child in output.iterdir():
+        if child.name in (*MODEL_FILES, METRICS_FILE, SUMMARY_FILE):
+            child.unlink()
+        elif child.is_dir() and child.name in (STATE_DIR, f".tmp-{STATE_DIR}", ".tmp-best"):
+            shutil.rmtree(child, ignore_errors=True)
+
+
+def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
+                seed: int, config_changes: dict | None = None, say: Callable[[str], None] = lambda _: None):
+    """The task model to train: the base's encoder with a new head (or the base's own head
+    when it has this task's head with the same shape), wrapped for LoRA or left whole."""
+    from lfcli.models import ARCHITECTURES, LongformerConfig, MissingHead
+    from lfcli.models.checkpoint import init_from_encoder
+    from lfcli.models.lora import add_lora, trainable_parameters
+
+    if adapter not in ("lora", "full"):
+        raise UsageError(f"--adapter {adapter!r}: choose lora or full")
+    cls = ARCHITECTURES[class_name]
+    config = LongformerConfig.from_json_file(folder / "config.json")
+    for key, value in (config_changes or {}).items():
+        setattr(config, key, value)
+    config.attention_probs_dropout_prob = 0.0
+    torch.manual_seed(seed)
+    model = None
+    if not config_changes or "id2label" not in config_changes:  # a new label set needs a new head
+        try:
+            model = cls.from_pretrained(folder)
+            say(f"{base}: continuing from its trained {class_name} head")
+            model.config.attention_probs_dropout_prob = 0.0
+        except MissingHead:
+            model = None
+    if model is None:
+        model = init_from_encoder(cls, folder, config)
+    if adapter == "lora":
+        add_lora(model, r=lora_rank, alpha=lora_alpha or 2.0 * lora_rank)
+    trainable, total = trainable_parameters(model)
+    say(f"{class_name} from {base}: {trainable:,} of {total:,} parameters trained ({adapter})")
+    return model
+
+
+def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None, merge: bool,
+                note: dict) -> Callable:
+    """A function (model, target folder) -> None writing the model as DIR holds it."""
+    from lfcli.models.bundled import BUNDLED, base_fingerprint
+    from lfcli.models.checkpoint import tokenizer_folder
+    from lfcli.models.lora import merge_lora, save_adapter
+
+    base_name = base if base in BUNDLED else str(Path(base).resolve())
+    pin = base_fingerprint(base, folder)
+    tokenizer_source = tokenizer_folder(folder)
+
+    def save(model, target: Path) -> None:
+        import copy
+
+        target.mkdir(parents=True, exist_ok=True)
+        block = dict(model.config.extra.get("lfcli") or {})
+        for stale in ("bundled", "build", "adapter"):
+            block.pop(stale, None)
+        block["finetune"] = note
+        if adapter == "lora" and not merge:
+            block["adapter"] = {"base": base_name, "base_sha256": pin}
+            model.config.extra["lfcli"] = block
+            model.config.extra["architectures"] = [type(model).__name__]
+            model.config.to_json_file(target / "config.json")
+            save_adapter(model, target, base_name, lora_rank, lora_alpha or 2.0 * lora_rank, 0.0)
+        else:
+            model.config.extra["lfcli"] = block
+            plain = merge_lora(copy.deepcopy(model)) if adapter == "lora" else model
+            plain.save_pretrained(target)
+        for name in TOKENIZER_FILES:
+            if (tokenizer_source / name).is_file():
+                shutil.copy2(tokenizer_source / name, target / name)
+
+    return save
+
+
+def fingerprint_of(parts: list) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest()[:16]
+
+
+def finetune(task: str, data: list[str], output: str, *, model: str | None = None, validation: list[str] | None = None,
+             validation_split: float = 0.1, adapter: str = "lora", lora_rank: int = 16, lora_alpha: float | None = None,
+             merge: bool = False, max_length: int | None = None, global_policy: str | None = None,
+             train_config: TrainConfig | None = None, device: str = "cpu", resume: bool = False, force: bool = False,
+             log: Callable[[dict], None] | None = None, progress: bool = False, **task_options) -> dict:
+    """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
+    from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
+
+    if task not in TASKS:
+        raise UsageError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if lora_rank < 1:
+        raise UsageError("--lora-rank must be at least 1")
+    if not 0 <= validation_split < 1:
+        raise UsageError("--validation-split must be in [0, 1)")
+    config = train_config or TrainConfig()
+    config.check()
+    out = Path(output)
+    check_output(out, resume, force)
+    base = model or DEFAULT_MODEL
+    folder = resolve_model(base)
+    dist = Dist(device)
+
+    def say(message: str) -> None:
+        if log is not None and dist.main:
+            log({"event": "message", "message": message})
+
+    try:
+        setup = TASKS[task](folder=folder, data=data, validation=validation, validation_split=validation_split,
+                            max_length=max_length, global_policy=global_policy, seed=config.seed, say=say, **task_options)
+        if force and dist.main:
+            clear_output(out)
+        dist.barrier()
+        net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
+                          seed=config.seed, config_changes=setup.config_changes, say=say)
+        note = {"task": task, "base_model": base, "data": [str(d) for d in data], "adapter": adapter,
+                "lora_rank": lora_rank if adapter == "lora" else None, "max_length": setup.max_length,
+                "train_examples": len(setup.task.examples), **setup.note}
+        setup.task.save_fn = model_saver(base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
+                                         merge=merge, note=note)
+        fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,
+                       "max_length": setup.max_length, "base": base}
+        summary = train(net, setup.task, out, config, dist=dist, resume=resume, fingerprint=fingerprint, log=log,
+                        progress=progress)
+    finally:
+        dist.close()
+    return {"output": str(out), "task": task, "base_model": base, **setup.note, **summary}
+
+
+# -- the tasks' set-ups -------------------------------------------------------------------------
+class Setup:
+    """What a task gives finetune(): the trainer task, the head class and config changes."""
+
+    class_name: str
+    task: object
+    config_changes: dict | None
+    max_length: int
+    fingerprint: str
+    note: dict
+
+
+def _tokenizer(folder: Path, max_length: int | None, default: int):
+    from lfcli.models import LongformerConfig
+    from lfcli.models.checkpoint import tokenizer_folder
+
+    from .tokenize import DocumentTokenizer
+
+    limit = LongformerConfig.from_json_file(folder / "config.json").max_tokens
+    length = min(max_length or default, limit)
+    if length < 16:
+        raise UsageError("--max-length must be at least 16 tokens for training")
+    return DocumentTokenizer.from_folder(tokenizer_folder(folder), length), length
+
+
+def setup_qa(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy, seed: int,
+             say, negatives: float = 0.5, max_eval: int | None = 1000, **_) -> Setup:
+    """QA: windows of 256 tokens by default (SQuAD paragraphs mostly fit; the dense
+    attention path is exact and fastest there); validation = whole held-out articles."""
+    from lfcli.models import LongformerConfig
+
+    from .policies import check_policy
+    from .tasks import QATask
+    from .train_qa import QATrainTask, read_qa_records, split_by_article
+
+    records, problems = read_qa_records(data)
+    _report(problems, "training record", say)
+    if not records:
+        raise InputError("no usable question-answer records in the training data")
+    if validation:
+        val, val_problems = read_qa_records(validation)
+        _report(val_problems, "validation record", say)
+        train_records = records
+    else:
+        train_records, val = split_by_article(records, validation_split, seed)
+    tok, length = _tokenizer(folder, max_length, 256)
+    qa = QATask(tok, check_policy(global_policy or "question"))
+    pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
+    task = QATrainTask(qa, pad, val, max_eval=max_eval)
+    counts = task.build(train_records, negatives, seed)
+    say(f"{counts['questions']} training questions -> {counts['windows']} windows ({counts['no_answer_windows']} "
+        f"without the answer, {counts['distractors']} from other paragraphs); {len(val)} validation questions "
+        f"from {len({r.article for r in val})} held-out articles")
+    s = Setup()
+    s.class_name, s.task, s.config_changes, s.max_length = "LongformerForQuestionAnswering", task, None, length
+    s.fingerprint = fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives])
+    s.note = {"train_questions": counts["questions"], "validation_questions": len(val),
+              "validation_articles": sorted({r.article for r in val})}
+    return s
+
+
+def setup_classify(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
+                   seed: int, say, text_column: str = "text", label_column: str = "label", id_column: str | None = None,
+                   class_weights: str = "auto", first_window_only: bool = False, **_) -> Setup:
+    """classify: windows of up to the model's positions, validation stratified by label."""
+    from lfcli.models import LongformerConfig
+
+    from .policies import check_policy
+    from .tasks import ClassifyTask
+    from .train_classify import ClassifyTrainTask, auto_class_weights, check_labels, read_labelled, stratified_split
+
+    if class_weights not in ("auto", "none"):
+        raise UsageError(f"--class-weights {class_weights!r}: choose auto or none")
+    docs, problems = read_labelled(data, text_column, label_column, id_column)
+    _report(problems, "training document", say)
+    if validation:
+        val, val_problems = read_labelled(validation, text_column, label_column, id_column)
+        _report(val_problems, "validation document", say)
+        train_docs = docs
+    else:
+        train_docs, val = stratified_split(docs, validation_split, seed)
+    labels = check_labels(train_docs, val)
+    if not val:
+        raise UsageError("no validation documents: give --validation FILE or a --validation-split above 0")
+    tok, length = _tokenizer(folder, max_length, 1 << 30)
+    task = ClassifyTask(tok, check_policy(global_policy or "cls"))
+    task.labels = labels
+    pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
+    weights = auto_class_weights(train_docs, labels) if class_weights == "auto" else None
+    trainer_task = ClassifyTrainTask(task, labels, pad, val, class_weights=weights)
+    counts = trainer_task.build(train_docs, first_window_only)
+    per_label = {label: sum(d.label == label for d in train_docs) for label in labels}
+    say(f"{counts['documents']} training documents {per_label} -> {counts['windows']} windows of up to {length} tokens; "
+        f"{len(val)} validation documents")
+    s = Setup()
+    s.class_name, s.task, s.max_length = "LongformerForSequenceClassification", trainer_task, length
+    s.config_changes = {"id2label": dict(enumerate(labels))}
+    s.fingerprint = fingerprint_of([[d.id, d.label, len(d.text)] for d in train_docs] + [class_weights, first_window_only])
+    s.note = {"labels": labels, "train_documents": counts["documents"], "validation_documents": len(val)}
+    return s
+
+
+def _report(problems: list[str], what: str, say) -> None:
+    for p in problems[:5]:
+        say(f"skipped {what} {p}")
+    if len(problems) > 5:
+        say(f"... and {len(problems) - 5} more {what}s skipped")
+
+
+TASKS = {"classify": setup_classify, "qa": setup_qa}

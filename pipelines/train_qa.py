@@ -1,0 +1,236 @@
+"""Fine-tuning extractive question answering: data, windows with their targets, loss, eval.
+
+Records come from SQuAD JSON (articles -> paragraphs -> questions) or JSONL/Parquet with a
+context (`context` or `text`), a `question` and `answers` ({text, answer_start} lists).
+
+Windows are made exactly as `lfcli qa` makes them at inference (QATask.prepare: the
+question in every window, global attention on it, contexts longer than a window cut into
+overlapping windows). A window that holds the whole first gold answer is trained to point
+at it; a window without it is trained to point at its first token ([CLS] / <s>), the
+no-answer target. That no-answer score is what lets `lfcli qa` compare spans across the
+windows of a long document on one scale (tasks.best_spans). For SQuAD JSON, a question also
+gets, with probability `negatives`, a window of another paragraph of its article, with the
+no-answer target: a distractor on the same topic, as the question meets when asked of a
+whole article.
+
+The loss of a window is the mean of the start and end cross-entropies over its first token
+and its context tokens (question, separators and padding are never targets). Validation:
+SQuAD v1.1 EM/F1, decoded by QATask exactly as `lfcli qa` decodes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .errors import InputError
+from .metrics import squad_scores
+from .readers import Document, iter_documents
+from .tasks import Item, QATask, batch_tensors, predict_rows
+
+
+@dataclass
+class QARecord:
+    id: str
+    context: str
+    question: str
+    answers: list[dict]  # {"text", "answer_start"}
+    article: str = ""
+
+
+@dataclass
+class QAExample:
+    item: Item
+    start: int  # window positions of the answer's first and last token; 0, 0 = no answer
+    end: int
+    allowed: tuple[int, int]  # window positions of the context tokens [c0, c1)
+
+    def __len__(self) -> int:
+        return len(self.item)
+
+
+def read_squad_json(path: Path) -> tuple[list[QARecord], list[str]]:
+    """(records, problems): every question of a SQuAD-format file."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))["data"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{path}: not a SQuAD JSON file ({str(exc).splitlines()[0]})") from None
+    records, problems = [], []
+    for a, article in enumerate(data):
+        title = str(article.get("title", a))
+        for paragraph in article.get("paragraphs", []):
+            context = paragraph.get("context")
+            for qa in paragraph.get("qas", []):
+                qid = str(qa.get("id", f"{title}:{len(records)}"))
+                record = QARecord(qid, context, qa.get("question"), qa.get("answers") or [], title)
+                problem = check_record(record)
+                if problem:
+                    problems.append(f"{qid}: {problem}")
+                else:
+                    records.append(record)
+    return records, problems
+
+
+def check_record(r: QARecord) -> str | None:
+    if not isinstance(r.context, str) or not r.context.strip():
+        return "no context"
+    if not isinstance(r.question, str) or not r.question.strip():
+        return "no question"
+    if not r.answers:
+        return "no answers"
+    for ans in r.answers:
+        if not isinstance(ans, dict) or not isinstance(ans.get("text"), str) or not isinstance(ans.get("answer_start"), int):
+            return "answers must be {text, answer_start} objects"
+        start = ans["answer_start"]
+        if not 0 <= start <= len(r.context) - len(ans["text"]) or r.context[start:start + len(ans["text"])] != ans["text"]:
+            return f"answer {ans['text'][:40]!r} is not at character {start} of the context"
+    return None
+
+
+def read_qa_records(inputs: list[str], text_column: str | None = None, id_column: str | None = None) -> tuple[list[QARecord], list[str]]:
+    """SQuAD JSON files, or JSONL/Parquet records with context/text, question, answers."""
+    records, problems = [], []
+    for path in inputs:
+        if str(path).endswith(".json"):
+            r, p = read_squad_json(Path(path))
+            records += r
+            problems += p
+            continue
+        column = text_column or "context"
+        docs = iter_documents([path], text_column=column, id_column=id_column, fields=("question", "answers"))
+        try:
+            docs = list(docs)
+        except InputError:
+            if text_column:
+                raise
+            docs = list(iter_documents([path], text_column="text", id_column=id_column, fields=("question", "answers")))
+        for doc in docs:
+            if doc.text is None:
+                problems.append(f"{doc.id}: {doc.error}")
+                continue
+            answers = doc.fields.get("answers")
+            if isinstance(answers, dict) and "text" in answers:  # columnar {text: [...], answer_start: [...]}
+                answers = [{"text": t, "answer_start": s} for t, s in zip(answers["text"], answers["answer_start"])]
+            record = QARecord(doc.id, doc.text, doc.fields.get("question"), list(answers or []), article=doc.id)
+            problem = check_record(record)
+            if problem:
+                problems.append(f"{doc.id}: {problem}")
+            else:
+                records.append(record)
+    return records, problems
+
+
+def split_by_article(records: list[QARecord], fraction: float, seed: int) -> tuple[list[QARecord], list[QARecord]]:
+    """(train, validation): whole articles held out (a seeded choice), so no validation
+    paragraph was seen in training."""
+    articles = sorted({r.article for r in records})
+    rng = random.Random(seed)
+    rng.shuffle(articles)
+    n_val = max(1, round(len(articles) * fraction)) if len(articles) > 1 else 0
+    held = set(articles[:n_val])
+    return [r for r in records if r.article not in held], [r for r in records if r.article in held]
+
+
+def _token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """First and last token overlapping characters [start, end)."""
+    first = next((t for t, (a, b) in enumerate(offsets) if b > start), None)
+    last = next((t for t in range(len(offsets) - 1, -1, -1) if offsets[t][0] < end), None)
+    if first is None or last is None or last < first:
+        return None
+    return first, last
+
+
+def _targets(qa: QATask, record: QARecord, answer: bool) -> list[QAExample]:
+    prepared = qa.prepare(0, Document(record.id, record.context, fields={"question": record.question}))
+    span = None
+    if answer:
+        gold = record.answers[0]
+        span = _token_span(prepared.encoded.offsets, gold["answer_start"], gold["answer_start"] + len(gold["text"]))
+    out = []
+    for item in prepared.items:
+        w = item.window
+        c0, c1 = w.content_start, w.content_start + w.span[1] - w.span[0]
+        if span is not None and w.span[0] <= span[0] and span[1] < w.span[1]:
+            out.append(QAExample(item, c0 + span[0] - w.span[0], c0 + span[1] - w.span[0], (c0, c1)))
+        else:
+            out.append(QAExample(item, 0, 0, (c0, c1)))
+    return out
+
+
+@dataclass
+class QATrainTask:
+    """The QA task for the trainer (see pipelines/trainer.py)."""
+
+    qa: QATask
+    pad_id: int
+    validation: list[QARecord]
+    max_eval: int | None = 1000
+    examples: list[QAExample] = field(default_factory=list)
+    save_fn: object = None
+
+    def build(self, records: list[QARecord], negatives: float, seed: int) -> dict:
+        rng = random.Random(seed)
+        by_article: dict[str, list[QARecord]] = {}
+        for r in records:
+            by_article.setdefault(r.article, []).append(r)
+        counts = {"questions": 0, "windows": 0, "no_answer_windows": 0, "distractors": 0, "skipped": 0}
+        for r in records:
+            try:
+                examples = _targets(self.qa, r, answer=True)
+            except InputError:
+                counts["skipped"] += 1
+                continue
+            counts["questions"] += 1
+            others = [o for o in by_article[r.article] if o.context != r.context]
+            if others and rng.random() < negatives:
+                other = rng.choice(others)
+                distractor = _targets(self.qa, QARecord(r.id, other.context, r.question, [], r.article), answer=False)
+                examples.append(rng.choice(distractor))
+                counts["distractors"] += 1
+            self.examples += examples
+            counts["windows"] += len(examples)
+            counts["no_answer_windows"] += sum(e.start == 0 for e in examples)
+        return counts
+
+    def collate(self, examples: list[QAExample], seeds: list[int]) -> dict:
+        batch = batch_tensors([e.item for e in examples], self.pad_id)
+        allowed = torch.zeros_like(batch["attention_mask"], dtype=torch.bool)
+        allowed[:, 0] = True
+        for b, e in enumerate(examples):
+            allowed[b, e.allowed[0]: e.allowed[1]] = True
+        batch["allowed"] = allowed
+        batch["start_positions"] = torch.tensor([e.start for e in examples])
+        batch["end_positions"] = torch.tensor([e.end for e in examples])
+        return batch
+
+    def count(self, batch: dict) -> float:
+        return float(batch["start_positions"].numel())
+
+    def loss(self, model, batch: dict) -> torch.Tensor:
+        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids")}
+        start_logits, end_logits = model(**inputs)
+        neg = torch.finfo(torch.float32).min
+        start_logits = start_logits.float().masked_fill(~batch["allowed"], neg)
+        end_logits = end_logits.float().masked_fill(~batch["allowed"], neg)
+        ce = torch.nn.functional.cross_entropy
+        return (ce(start_logits, batch["start_positions"], reduction="sum")
+                + ce(end_logits, batch["end_positions"], reduction="sum")) / 2
+
+    def evaluate(self, model) -> dict:
+        records = self.validation[: self.max_eval] if self.max_eval else self.validation
+        predictions = predict_answers(model, self.qa, records, self.pad_id)
+        scores = squad_scores((predictions[r.id], [a["text"] for a in r.answers]) for r in records)
+        return {"score": scores["f1"], "exact_match": scores["exact_match"], "f1": scores["f1"], "questions": len(records)}
+
+    def save(self, model, folder: Path) -> None:
+        self.save_fn(model, folder)
+
+
+def predict_answers(model, qa: QATask, records: list[QARecord], pad_id: int) -> dict[str, str]:
+    """Question id -> answer text, decoded as `lfcli qa` decodes (QATask)."""
+    docs = [Document(r.id, r.context, fields={"question": r.question}) for r in records]
+    return {row["id"]: row["answer"] for row in predict_rows(model, qa, docs, pad_id)}

@@ -1,0 +1,293 @@
+"""Fine-tuning: LoRA layers and their merge, PEFT-layout adapter folders, the shared trainer
+(batching, loss going down, bitwise resume), the classify and qa tasks end to end through the
+CLI on tiny real checkpoints, and transformers loading a merged checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from checkpoints import make_checkpoint
+from lfcli.models import LongformerForQuestionAnswering, LongformerForSequenceClassification
+from lfcli.models.lora import (
+    ADAPTER_CONFIG,
+    ADAPTER_WEIGHTS,
+    LoraLinear,
+    add_lora,
+    lora_linear_reference,
+    merge_lora,
+)
+from lfcli.pipelines.finetune import finetune
+from lfcli.pipelines.tasks import best_spans
+from lfcli.pipelines.trainer import Stream, TrainConfig, plan_update
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return make_checkpoint(tmp_path_factory.mktemp("base"), "LongformerModel", max_tokens=128, attention_window=16)
+
+
+CONTEXTS = [
+    "The court held that the contract was void because the seller had concealed the defect.",
+    "Paris is the capital and largest city of France. The committee will meet on Tuesday.",
+    "It was a bright cold day in April, and the clocks were striking thirteen.",
+    "The passkey is 7351. Remember it. Elizabeth walked to Netherfield.",
+]
+QUESTIONS = [
+    ("Why was the contract void?", "the seller had concealed the defect"),
+    ("What is the capital of France?", "Paris"),
+    ("When were the clocks striking thirteen?", "April"),
+    ("What is the passkey?", "7351"),
+]
+
+
+def squad_file(path: Path, copies: int = 3) -> Path:
+    data = []
+    for k in range(copies):
+        paragraphs = []
+        for context, (question, answer) in zip(CONTEXTS, QUESTIONS):
+            paragraphs.append({"context": context, "qas": [
+                {"id": f"q{k}-{len(paragraphs)}", "question": question,
+                 "answers": [{"text": answer, "answer_start": context.index(answer)}]}]})
+        data.append({"title": f"article {k}", "paragraphs": paragraphs})
+    path.write_text(json.dumps({"data": data}), encoding="utf-8")
+    return path
+
+
+def labelled_jsonl(path: Path, n: int = 24) -> Path:
+    rows = []
+    for i in range(n):
+        label = "law" if i % 2 else "fiction"
+        text = CONTEXTS[0] if label == "law" else CONTEXTS[2]
+        rows.append({"id": f"d{i}", "text": f"{text} {CONTEXTS[1 + i % 2]}", "label": label})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+# -- LoRA -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(1, 7, 12), (3, 5, 12)])
+@pytest.mark.parametrize("r", [1, 4])
+def test_lora_linear_matches_merged_weight(shape, r):
+    torch.manual_seed(0)
+    layer = LoraLinear(torch.nn.Linear(12, 20), r=r, alpha=2 * r)
+    torch.nn.init.normal_(layer.lora_B.weight)  # B starts at zero; give it values to test
+    x = torch.randn(*shape)
+    expected = lora_linear_reference(x, layer.base.weight, layer.base.bias, layer.lora_A.weight, layer.lora_B.weight, layer.scaling)
+    torch.testing.assert_close(layer(x), expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.nn.functional.linear(x, layer.weight, layer.bias), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_lora_starts_at_the_base_model_and_merges_exactly(base):
+    model = LongformerForQuestionAnswering.from_pretrained(base) if False else None
+    from lfcli.models.checkpoint import init_from_encoder
+
+    torch.manual_seed(0)
+    model = init_from_encoder(LongformerForQuestionAnswering, base).eval()
+    ids = torch.randint(5, 300, (2, 40))
+    before = model(ids)
+    wrapped = add_lora(model, r=4, alpha=8)
+    assert wrapped and all(".encoder.layer." in f".{n}" for n in wrapped)
+    after = model(ids)
+    for a, b in zip(before, after):  # B = 0: the adapted model is the base model
+        torch.testing.assert_close(a, b)
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n or n.startswith("qa_outputs") for n in trainable)
+    for layer in model.modules():
+        if isinstance(layer, LoraLinear):
+            torch.nn.init.normal_(layer.lora_B.weight, std=0.05)
+    adapted = model(ids)
+    merged = merge_lora(model)
+    assert not any(isinstance(m, LoraLinear) for m in merged.modules())
+    for a, b in zip(adapted, merged(ids)):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# -- the trainer's batching -------------------------------------------------------------------------
+class Sized:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_plan_update_takes_each_example_once_per_epoch_under_the_budgets(world):
+    examples = [Sized(n) for n in [5, 17, 3, 40, 8, 8, 21, 2, 30, 11] * 3]
+    stream = Stream(len(examples), seed=3)
+    cursor, seen = 0, []
+    while cursor < len(examples):
+        plans = [plan_update(stream, examples, cursor, batch_tokens=60, micro_tokens=48, rank=r, world=world) for r in range(world)]
+        assert len({p.cursor for p in plans}) == 1  # every process agrees on the update
+        taken = [i for p in plans for micro in p.micro for i in micro]
+        assert len(taken) == plans[0].cursor - cursor
+        assert sum(len(examples[i]) for i in taken) == plans[0].tokens
+        for p in plans:
+            assert p.micro  # no process is left without work
+            for micro in p.micro:
+                assert len(micro) == 1 or max(len(examples[i]) for i in micro) * len(micro) <= 48
+        seen += taken
+        cursor = plans[0].cursor
+    # Every stream position taken exactly once, and the stream's first epoch is a permutation.
+    assert sorted(seen) == sorted(stream[k] for k in range(cursor))
+    assert sorted(stream[k] for k in range(len(examples))) == list(range(len(examples)))
+
+
+# -- decoding ------------------------------------------------------------------------------------------
+def test_best_spans_ranks_by_margin_over_the_null_score():
+    start = torch.tensor([0.0, 5.0, 1.0, 0.0])
+    end = torch.tensor([0.0, 0.0, 1.0, 6.0])
+    spans = best_spans(start, end, null_logit=2.0, max_answer_tokens=3, k=2)
+    assert spans[0] == (9.0, 1, 3)  # 5 + 6 - 2
+    assert spans[1][0] == pytest.approx(5.0) and spans[1][1:] in {(2, 3), (1, 2)}
+    short = best_spans(start, end, null_logit=2.0, max_answer_tokens=2, k=1)
+    assert short[0][1:] == (2, 3)  # (1, 3) is 3 tokens long
+
+
+# -- training end to end ---------------------------------------------------------------------------------
+def losses(folder: Path) -> list[float]:
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    return [r["loss"] for r in rows if r["event"] == "step"]
+
+
+def test_finetune_qa_loss_goes_down_and_the_adapter_loads(base, tmp_path):
+    data = squad_file(tmp_path / "squad.json", copies=4)
+    out = tmp_path / "qa"
+    config = TrainConfig(max_steps=30, lr=2e-2, batch_tokens=256, eval_every=10, log_every=1, patience=None)
+    summary = finetune("qa", [str(data)], str(out), model=str(base), train_config=config, validation_split=0.25, lora_rank=4)
+    curve = losses(out)
+    assert len(curve) == 30 and sum(curve[-5:]) / 5 < sum(curve[:5]) / 5 * 0.8
+    assert (out / ADAPTER_CONFIG).is_file() and (out / ADAPTER_WEIGHTS).is_file() and not (out / "model.safetensors").exists()
+    adapter = json.loads((out / ADAPTER_CONFIG).read_text())
+    assert adapter["peft_type"] == "LORA" and adapter["r"] == 4 and adapter["modules_to_save"] == ["qa_outputs"]
+    assert adapter["base_model_name_or_path"] == str(base.resolve())
+    from safetensors.torch import load_file
+
+    keys = load_file(str(out / ADAPTER_WEIGHTS))
+    assert all(k.startswith("base_model.model.") for k in keys)
+    assert any(k.endswith(".attention.self.query.lora_A.weight") for k in keys) and "base_model.model.qa_outputs.weight" in keys
+    assert summary["best_score"] is not None and summary["updates"] == 30
+    model = LongformerForQuestionAnswering.from_pretrained(out)
+    assert not any(isinstance(m, LoraLinear) for m in model.modules())  # merged at load
+
+
+def test_the_pinned_base_is_checked(base, tmp_path):
+    data = squad_file(tmp_path / "squad.json", copies=2)
+    out = tmp_path / "qa"
+    finetune("qa", [str(data)], str(out), model=str(base), train_config=TrainConfig(max_steps=2, batch_tokens=128), lora_rank=2)
+    config = json.loads((out / "config.json").read_text())
+    config["lfcli"]["adapter"]["base_sha256"] = "0" * 64
+    (out / "config.json").write_text(json.dumps(config))
+    from lfcli.models import CheckpointError
+
+    with pytest.raises(CheckpointError, match="trained on base model"):
+        LongformerForQuestionAnswering.from_pretrained(out)
+
+
+def test_resume_ends_with_the_same_weights(base, tmp_path):
+    data = labelled_jsonl(tmp_path / "train.jsonl")
+
+    def run(out: Path, stop_at: int | None, resume: bool = False):
+        def log(record):
+            if stop_at is not None and record["event"] == "checkpoint" and record["step"] == stop_at:
+                raise KeyboardInterrupt
+        config = TrainConfig(max_steps=6, lr=1e-3, batch_tokens=200, eval_every=3, patience=None)
+        finetune("classify", [str(data)], str(out), model=str(base), train_config=config, log=log, resume=resume, lora_rank=2)
+
+    run(tmp_path / "a", None)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "b", stop_at=3)
+    run(tmp_path / "b", None, resume=True)
+    a = torch.load(tmp_path / "a" / "train_state" / "trainer_state.pt", weights_only=False)
+    b = torch.load(tmp_path / "b" / "train_state" / "trainer_state.pt", weights_only=False)
+    assert a["run"]["step"] == b["run"]["step"] == 6
+    for name, value in a["trainable"].items():
+        assert torch.equal(value, b["trainable"][name]), name
+    assert losses(tmp_path / "a")[-1] == losses(tmp_path / "b")[-1]
+
+
+def test_merged_checkpoint_loads_in_transformers_with_the_same_outputs(base, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    data = labelled_jsonl(tmp_path / "train.jsonl")
+    out = tmp_path / "merged"
+    finetune("classify", [str(data)], str(out), model=str(base), merge=True, lora_rank=2,
+             train_config=TrainConfig(max_steps=3, lr=1e-2, batch_tokens=200))
+    assert (out / "model.safetensors").is_file() and not (out / ADAPTER_CONFIG).exists()
+    ours = LongformerForSequenceClassification.from_pretrained(out)
+    theirs = transformers.LongformerForSequenceClassification.from_pretrained(out).eval()
+    assert theirs.config.id2label == {0: "fiction", 1: "law"}
+    ids = torch.randint(5, 300, (2, 50))
+    glob = torch.zeros_like(ids)
+    glob[:, 0] = 1
+    with torch.no_grad():
+        expected = theirs(input_ids=ids, global_attention_mask=glob).logits
+    torch.testing.assert_close(ours(ids, global_attention_mask=glob), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_cli_finetune_then_classify_and_qa(base, tmp_path):
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    runner = CliRunner()
+    data = labelled_jsonl(tmp_path / "train.jsonl")
+    bad = tmp_path / "with_bad.jsonl"
+    bad.write_text(data.read_text() + json.dumps({"id": "nolabel", "text": "no label here"}) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["finetune", "classify", str(bad), "-o", str(tmp_path / "cls"), "-m", str(base),
+                                 "--max-steps", "2", "--batch-tokens", "200", "--lora-rank", "2"])
+    assert result.exit_code == 0, result.output
+    assert "skipped training document nolabel" in result.output
+    result = runner.invoke(app, ["classify", str(data), "-m", str(tmp_path / "cls")])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == 24 and {r["label"] for r in rows} <= {"law", "fiction"}
+
+    squad = squad_file(tmp_path / "squad.json")
+    result = runner.invoke(app, ["finetune", "qa", str(squad), "-o", str(tmp_path / "qa"), "-m", str(base),
+                                 "--max-steps", "2", "--batch-tokens", "200", "--lora-rank", "2"])
+    assert result.exit_code == 0, result.output
+    doc = tmp_path / "doc.txt"
+    doc.write_text(CONTEXTS[1], encoding="utf-8")
+    result = runner.invoke(app, ["qa", str(doc), "-m", str(tmp_path / "qa"), "-q", "What is the capital of France?"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout.splitlines()[-1])
+    assert CONTEXTS[1][row["start"]:row["end"]] == row["answer"] and 0 <= row["score"] <= 1
+
+    result = runner.invoke(app, ["finetune", "qa", str(squad), "-o", str(tmp_path / "qa"), "-m", str(base), "--max-steps", "2"])
+    assert result.exit_code == 2 and "--resume" in result.output  # an existing run is never overwritten silently
+
+
+def test_hyperpartisan_xml_is_training_data(tmp_path):
+    from lfcli.pipelines.train_classify import read_labelled
+
+    (tmp_path / "articles-x.xml").write_text(
+        '<?xml version="1.0"?><articles><article id="1" title="A title"><p>First <a href="u">para</a>.</p><p>Second.</p></article>'
+        '<article id="2" title="Empty"></article></articles>', encoding="utf-8")
+    (tmp_path / "ground-truth-x.xml").write_text(
+        '<?xml version="1.0"?><articles><article id="1" hyperpartisan="true"/><article id="2" hyperpartisan="false"/></articles>',
+        encoding="utf-8")
+    docs, problems = read_labelled([str(tmp_path / "articles-x.xml")])
+    assert [(d.id, d.label) for d in docs] == [("1", "true"), ("2", "false")]
+    assert docs[0].text == "A title\n\nFirst para.\n\nSecond."
+    assert problems == []
+
+
+@pytest.mark.skipif(not (SHARED / "hyperpartisan").is_dir(), reason="needs ../shared/data/hyperpartisan (not in a user's clone)")
+def test_real_hyperpartisan_reads_645_labelled_articles():
+    from lfcli.pipelines.train_classify import read_labelled
+
+    docs, problems = read_labelled([str(SHARED / "hyperpartisan" / "articles-training-byarticle-20181122.xml")])
+    assert len(docs) + len(problems) == 645 and sum(d.label == "true" for d in docs) == 238
