@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
@@ -114,11 +116,26 @@ def test_encoder_tiny(tmp_path):
 def test_cli_folder_tiny(tmp_path):
     """The CLI on a folder of LitBank excerpts (real data from ../shared), and the same
     folder through the Pipeline: same documents, same token counts, FLOPs counted."""
+    novels = common.shared_data_dir() / "litbank" / "original"
+    if not any(novels.glob("*.txt")):
+        pytest.skip(f"{novels} has no LitBank originals: the shared data folder (../shared/data or $LFCLI_SHARED) is not here")
+    if bundled_available(DEFAULT_MODEL) is not None:
+        pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
     res = cli_folder.main(["--tiny", "--json", str(tmp_path / "c.json")])
     assert set(res["results"]) == {"cli", "pipeline"}
     assert res["docs"] == 2 and res["tokens"] > 1000  # 3,000 characters each: windowed at 512
     assert res["windows"] > res["docs"] and res["flops"] > 0
     assert res["results"]["cli"]["median_s"] > res["results"]["pipeline"]["median_s"]  # + start-up and load
+
+
+def test_cli_folder_skips_without_the_shared_data(tmp_path):
+    """A fresh clone has no ../shared: the data-dependent benchmark test skips with a reason."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", f"{__file__}::test_cli_folder_tiny"],
+        capture_output=True, text=True, env={**os.environ, "LFCLI_SHARED": str(tmp_path)}, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 0 and "1 skipped" in proc.stdout, proc.stdout[-2000:]
+    assert "no LitBank originals" in proc.stdout
 
 
 def test_short_docs_tiny(tmp_path):
