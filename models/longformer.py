@@ -462,12 +462,46 @@ class CorefMLP(nn.Module):
         return self.dropout(self.layer_norm(F.gelu(self.dense(x))))
 
 
+class CorefScores:
+    """Everything LongformerForCoreference.score computes for a batch (B samples).
+
+    mention_scores (B, n, W): f_m(start i, end i + w), -inf for spans that may not be mentions.
+    spans (B, K, 2): the kept mentions' token positions [start, end] inclusive, in text order
+        (by start, then end); valid (B, K) False for padding slots.
+    top_scores (B, K): their mention scores (0 where not valid).
+    antecedent_scores (B, K, K): row q = mention, column c = candidate antecedent:
+        f_m(c) + f_m(q) + f_a(c, q), -inf unless c is an earlier valid mention of q. The dummy
+        antecedent (no antecedent: q starts an entity or is no mention) scores 0, implicitly.
+    """
+
+    def __init__(self, mention_scores, spans, valid, top_scores, antecedent_scores):
+        self.mention_scores, self.spans, self.valid = mention_scores, spans, valid
+        self.top_scores, self.antecedent_scores = top_scores, antecedent_scores
+
+
 class LongformerForCoreference(LongformerPreTrainedModel):
     """Start-to-end coreference (Kirstain, Ram & Levy 2021, "Coreference Resolution without
-    Span Representations"): a mention is scored from its start and end token vectors, an
-    antecedent pair by four bilinear terms between their starts and ends. No global attention.
+    Span Representations"). No global attention.
 
-    config.extra["coref"] may set ffnn_size (default: hidden size) and max_span_width (30).
+    Mentions: a span (s, e) scores f_m = v_s . m_s + v_e . m_e + m_s . B_m m_e from the
+    start and end tokens' mention vectors m_s = MLP_s(h_s), m_e = MLP_e(h_e) (eq. 1 of the
+    paper). Every span of at most max_span_width tokens is scored, width by width, so memory
+    stays (n x W) scores, never (n x W x size) vectors; the top lambda * n (top_lambda, 0.4)
+    are kept.
+    Antecedents: for a kept mention q and an earlier kept mention c, with coref vectors
+    a_s = MLP'_s(h_s), a_e = MLP'_e(h_e),
+        f_a(c, q) = a_s^c . B_ss a_s^q + a_s^c . B_se a_e^q + a_e^c . B_es a_s^q + a_e^c . B_ee a_e^q
+    (eq. 2), computed as one (K, 2 size) @ (2 size, K) product:
+        [a_s^c, a_e^c] . [B_ss a_s^q + B_se a_e^q, B_es a_s^q + B_ee a_e^q].
+    The pair score is f_m(c) + f_m(q) + f_a(c, q); the dummy antecedent scores 0. No span
+    representations and no (K x K x size) tensor: memory is linear in the length, plus K^2.
+
+    Module names: antecedent_XY_classifier is B_XY, X the mention's side, Y the antecedent's
+    (s = start, e = end).
+
+    config.extra["coref"] sets ffnn_size (default: hidden size), max_span_width (30),
+    top_lambda (0.4) and singleton_threshold (0: a mention without an antecedent is reported
+    as a one-mention entity when f_m exceeds it).
     """
 
     def __init__(self, config: LongformerConfig):
@@ -476,6 +510,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         size = int(coref.get("ffnn_size", config.hidden_size))
         self.max_span_width = int(coref.get("max_span_width", 30))
         self.top_lambda = float(coref.get("top_lambda", 0.4))  # mentions kept per token
+        self.singleton_threshold = float(coref.get("singleton_threshold", 0.0))
         self.longformer = LongformerModel(config, add_pooling_layer=False)
         p = config.hidden_dropout_prob
         self.start_mention_mlp = CorefMLP(config.hidden_size, size, p)
@@ -491,51 +526,69 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         self.antecedent_e2s_classifier = nn.Linear(size, size)
         self.post_init()
 
-    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None, mention_mask=None):
-        """mention_mask: (B, n) bool, tokens that may start or end a mention (default: all
-        non-padding tokens). Returns, per sample, the top mentions and their pair scores:
-        spans (B, K, 2) token positions [start, end] inclusive, valid (B, K), and
-        antecedent_scores (B, K, K) with -inf where j is not an earlier valid mention of i."""
+    def mention_scores(self, hidden: torch.Tensor, start_mask: torch.Tensor, end_mask: torch.Tensor) -> torch.Tensor:
+        """(B, n, W) f_m of the span [i, i + w]; -inf unless token i may start a mention,
+        token i + w may end one, and i + w < n."""
+        B, n, _ = hidden.shape
+        start_m, end_m = self.start_mention_mlp(hidden), self.end_mention_mlp(hidden)
+        s2e = self.mention_s2e_classifier(start_m)  # B_m m_s, (B, n, size)
+        start_score = self.mention_start_classifier(start_m).squeeze(-1)  # (B, n)
+        end_score = self.mention_end_classifier(end_m).squeeze(-1)
+        width = max(1, min(self.max_span_width, n))
+        columns = []
+        for w in range(width):  # the span [i, i + w] for every i at once: O(n size) memory per width
+            bilinear = (s2e[:, : n - w] * end_m[:, w:]).sum(-1)  # (B, n - w)
+            ok = start_mask[:, : n - w] & end_mask[:, w:]
+            col = (start_score[:, : n - w] + end_score[:, w:] + bilinear).float().masked_fill(~ok, float("-inf"))
+            columns.append(F.pad(col, (0, w), value=float("-inf")))
+        return torch.stack(columns, dim=-1)
+
+    def score(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None, mention_mask=None,
+              start_mask=None, end_mask=None, keep=None) -> CorefScores:
+        """mention_mask (B, n) bool: tokens a mention may cover (default: the non-padding
+        tokens); start_mask / end_mask: tokens a mention may start / end on (default:
+        mention_mask; e.g. the first and last sub-word of words). keep (B, n, W) bool: spans
+        kept whatever their score (training: the gold mentions, so that the antecedent loss
+        sees every gold link from the first update)."""
         hidden = self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids)
         B, n, _ = hidden.shape
         if mention_mask is None:
             mention_mask = attention_mask.bool() if attention_mask is not None else torch.ones_like(input_ids, dtype=torch.bool)
-        start_m, end_m = self.start_mention_mlp(hidden), self.end_mention_mlp(hidden)
-        width = min(self.max_span_width, n)
-        # Candidate (start i, end i + w) for w < width; only spans inside the mention mask.
-        ends = torch.arange(n, device=hidden.device)[:, None] + torch.arange(width, device=hidden.device)[None, :]
-        in_range = ends < n
-        ends = ends.clamp(max=n - 1)  # (n, W)
-        ok = in_range[None] & mention_mask[:, :, None] & mention_mask[:, None, :].expand(B, n, n).gather(
-            2, ends[None].expand(B, n, width)
-        )
-        end_vecs = end_m[:, ends]  # (B, n, W, size)
-        scores = (
-            self.mention_start_classifier(start_m)  # (B, n, 1)
-            + self.mention_end_classifier(end_vecs).squeeze(-1)  # (B, n, W)
-            + torch.einsum("bis,biws->biw", self.mention_s2e_classifier(start_m), end_vecs)
-        ).masked_fill(~ok, float("-inf"))
-        real = mention_mask.sum(dim=1)
-        k = max(1, int(self.top_lambda * int(real.max()))) if real.numel() else 1
-        k = min(k, n * width)
-        top_scores, flat = scores.view(B, -1).topk(k, dim=1)
-        starts, offs = flat // width, flat % width
-        order = (starts * width + offs).argsort(dim=1)  # mentions in text order
-        starts, offs, top_scores = starts.gather(1, order), offs.gather(1, order), top_scores.gather(1, order)
-        span_ends = starts + offs
+        start_mask = mention_mask if start_mask is None else start_mask & mention_mask
+        end_mask = mention_mask if end_mask is None else end_mask & mention_mask
+        scores = self.mention_scores(hidden, start_mask, end_mask)  # (B, n, W)
+        width = scores.shape[-1]
+        k = max(1, min(int(self.top_lambda * int(mention_mask.sum(dim=1).max())), n * width))
+        rank = scores.detach()
+        if keep is not None:
+            rank = rank.masked_fill(keep & torch.isfinite(rank), float("inf"))
+        flat = rank.view(B, -1).topk(k, dim=1).indices.sort(dim=1).values  # kept spans in text order
+        top_scores = scores.view(B, -1).gather(1, flat)
         valid = torch.isfinite(top_scores)
-        s_c = self.start_coref_mlp(hidden).gather(1, starts[..., None].expand(-1, -1, start_m.shape[-1]))
-        e_c = self.end_coref_mlp(hidden).gather(1, span_ends[..., None].expand(-1, -1, start_m.shape[-1]))
-        pair = (
-            torch.matmul(self.antecedent_s2s_classifier(s_c), s_c.transpose(1, 2))
-            + torch.matmul(self.antecedent_e2e_classifier(e_c), e_c.transpose(1, 2))
-            + torch.matmul(self.antecedent_s2e_classifier(s_c), e_c.transpose(1, 2))
-            + torch.matmul(self.antecedent_e2s_classifier(e_c), s_c.transpose(1, 2))
-        )  # (B, K, K): row i = mention, column j = candidate antecedent
-        pair = pair + top_scores.masked_fill(~valid, 0)[:, :, None] + top_scores.masked_fill(~valid, 0)[:, None, :]
+        starts = flat // width
+        ends = starts + flat % width
+        top_scores = top_scores.masked_fill(~valid, 0.0)
+        size = self.start_coref_mlp.dense.out_features
+        a_s = self.start_coref_mlp(hidden).gather(1, starts[..., None].expand(B, k, size))  # (B, K, size)
+        a_e = self.end_coref_mlp(hidden).gather(1, ends[..., None].expand(B, k, size))
+        query = torch.cat([
+            self.antecedent_s2s_classifier(a_s) + self.antecedent_e2s_classifier(a_e),  # . a_s of the antecedent
+            self.antecedent_s2e_classifier(a_s) + self.antecedent_e2e_classifier(a_e),  # . a_e of the antecedent
+        ], dim=-1)
+        pair = torch.matmul(query, torch.cat([a_s, a_e], dim=-1).transpose(1, 2)).float()  # (B, K, K)
+        pair = pair + top_scores[:, :, None] + top_scores[:, None, :]
         earlier = torch.ones(k, k, dtype=torch.bool, device=hidden.device).tril(-1)
         allowed = earlier[None] & valid[:, :, None] & valid[:, None, :]
-        return torch.stack([starts, span_ends], dim=-1), valid, pair.masked_fill(~allowed, float("-inf"))
+        return CorefScores(scores, torch.stack([starts, ends], dim=-1), valid, top_scores,
+                           pair.masked_fill(~allowed, float("-inf")))
+
+    def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None, mention_mask=None,
+                start_mask=None, end_mask=None):
+        """(spans (B, K, 2) [start, end] inclusive, valid (B, K), antecedent_scores (B, K, K)
+        with -inf where column j is not an earlier valid mention of row i, mention scores of
+        the spans (B, K)). See `score`."""
+        out = self.score(input_ids, attention_mask, global_attention_mask, token_type_ids, mention_mask, start_mask, end_mask)
+        return out.spans, out.valid, out.antecedent_scores, out.top_scores
 
 
 ARCHITECTURES = {
