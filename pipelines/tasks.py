@@ -412,47 +412,6 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, singleton_t
     return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]
 
 
-def word_boundaries(tok: DocumentTokenizer, text: str, n: int) -> tuple[list[bool], list[bool]]:
-    """(starts, ends): whether each of the text's n tokens is the first / last sub-word of a
-    word, as the tokenizer's pre-tokenizer splits words (white space and punctuation: in
-    "Elizabeth's", "Elizabeth" is a word). Mentions start and end on word boundaries, so
-    only those tokens are candidates (a third fewer spans, none cutting a word)."""
-    word_ids = tok.tokenizer.encode(text, add_special_tokens=False).word_ids
-    if len(word_ids) != n:  # cannot happen with one tokenizer; every token is then a candidate
-        return [True] * n, [True] * n
-    starts = [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
-    ends = [i == n - 1 or w is None or w != word_ids[i + 1] for i, w in enumerate(word_ids)]
-    return starts, ends
-
-
-def decode_clusters(spans, valid, antecedent_scores, mention_scores, singleton_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
-    """One window's entities from its scores (LongformerForCoreference.forward, one sample).
-
-    Max-antecedent decoding: each mention links to its best-scoring antecedent when that
-    beats the dummy antecedent (score 0), and links chain into clusters. A mention that links
-    to nothing and is not linked to is a one-mention entity when its mention score exceeds
-    `singleton_threshold`. Spans are (start, end) token positions, end inclusive; clusters
-    in order of their first mention, mentions in text order (the model's order)."""
-    best_score, best = antecedent_scores.float().max(dim=1) if antecedent_scores.shape[1] else (None, None)
-    cluster_of: dict[int, int] = {}
-    clusters: list[list[int]] = []
-    for i in range(spans.shape[0]):
-        if not bool(valid[i]):
-            continue
-        score = float(best_score[i]) if best_score is not None else -math.inf
-        if score > 0:  # finite and above the dummy
-            j = int(best[i])
-            if j not in cluster_of:
-                cluster_of[j] = len(clusters)
-                clusters.append([j])
-            cluster_of[i] = cluster_of[j]
-            clusters[cluster_of[i]].append(i)
-    singles = [[i] for i in range(spans.shape[0])
-               if bool(valid[i]) and i not in cluster_of and float(mention_scores[i]) > singleton_threshold]
-    out = sorted(clusters + singles, key=lambda c: min(c))
-    return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]
-
-
 class CorefTask(Task):
     """Coreference chains. Rows: id, clusters: a list of clusters, each a list of
     {start, end, text} character spans (end exclusive) of the document's text, mentions and
