@@ -1,0 +1,369 @@
+"""Fine-tuning coreference (`lfcli finetune corefs`): data, windows with gold mentions, the
+start-to-end loss, and evaluation on held-out documents.
+
+Data: CoNLL-2012 files or folders (LitBank's `coref/conll`, OntoNotes; `ids` picks
+documents, e.g. LitBank's `train.ids`), or JSONL/Parquet records with `text` and `clusters`:
+lists of character spans, `{start, end}` objects (end exclusive) or `[start, end]` pairs,
+exactly what `lfcli corefs` writes. Clusters of one mention are one-mention entities
+(LitBank annotates them; a model trained on them reports them with `--singletons`).
+
+Windows are made as `lfcli corefs` makes them (CorefTask.prepare): a document that fits the
+model's positions (every LitBank document: at most 3,619 tokens with the MiniLM vocabulary)
+is one window; a longer one becomes overlapping windows, each trained on the gold mentions
+that lie wholly inside it.
+
+Loss per window (Kirstain, Ram & Levy 2021, plus a mention term):
+  antecedents  the negative marginal log-likelihood of the gold antecedents of each kept
+               mention among the earlier kept mentions and the dummy (the dummy is gold for
+               a mention that starts its entity and for a span that is no mention), averaged
+               over the kept mentions. The gold mentions are always kept (`keep`), so every
+               gold link is seen from the first update, when the mention scores are still
+               random; the other kept spans are the top-scoring non-mentions, the hard
+               negatives that inference meets.
+  mentions     binary cross-entropy of every candidate span's mention score against "is a
+               gold mention", summed and divided by the window's tokens. The paper trains
+               the mention score only through the antecedent loss; the direct term makes
+               the score a calibrated "is a mention" logit, which is what decides one-mention
+               entities (`singleton_threshold`, 0 = probability 0.5), and it trains the
+               mention scorer from the start, where the antecedent loss alone gives it
+               little signal.
+The loss unit is the window (the trainer averages over windows).
+
+Validation: the held-out documents decoded exactly as `lfcli corefs --singletons` decodes
+(tasks.CorefTask), scored with the CoNLL-2012 measures (metrics.coref_scores) with one-mention
+entities (LitBank's convention: the score that picks the best model) and without.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .errors import InputError
+from .readers import Document, iter_documents
+from .tasks import CorefTask, Item, batch_tensors, predict_rows
+
+# The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
+# keeps the adapter + head of the MiniLM base under 5 MB (LoRA rank 16: 0.66M parameters,
+# the head 0.28M); 99.7% of LitBank's mentions are at most 30 sub-word tokens long.
+COREF_DEFAULTS = {"ffnn_size": 128, "max_span_width": 30, "top_lambda": 0.4, "singleton_threshold": 0.0}
+CONLL_SUFFIXES = (".conll", "_conll")
+
+
+@dataclass
+class CorefDocument:
+    id: str
+    text: str
+    clusters: list[list[tuple[int, int]]]  # character spans, end exclusive
+
+
+@dataclass
+class CorefExample:
+    item: Item
+    mentions: list[tuple[int, int, int]]  # (start, end inclusive, cluster) window positions
+
+    def __len__(self) -> int:
+        return len(self.item)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def _is_conll(path: str) -> bool:
+    return os.path.isdir(path) or path.lower().endswith(CONLL_SUFFIXES)
+
+
+def read_coref_documents(inputs: list[str], ids=None) -> tuple[list[CorefDocument], list[str]]:
+    """(documents, problems) from CoNLL-2012 files/folders and JSONL/Parquet records with
+    text + clusters. `ids` (a file of ids, one a line, or an iterable) keeps only those
+    documents (a CoNLL document also answers to its file's stem and its #begin name); an id
+    that no input has is an error: a wrong split file must not train on nothing."""
+    from .conll import read_conll, read_ids
+
+    conll = [p for p in map(str, inputs) if _is_conll(p)]
+    records = [p for p in map(str, inputs) if not _is_conll(p)]
+    wanted = None if ids is None else set(read_ids(ids) if isinstance(ids, (str, os.PathLike)) else map(str, ids))
+    docs: list[CorefDocument] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for d in read_conll(conll) if conll else []:
+        names = {d.id, d.name, Path(d.path).stem}
+        seen |= names
+        if wanted is None or names & wanted:
+            docs.append(CorefDocument(d.id, d.text, [list(c) for c in d.clusters]))
+    for path in records:
+        for doc in iter_documents([path], text_column="text", fields=("clusters",)):
+            seen.add(doc.id)
+            if wanted is not None and doc.id not in wanted:
+                continue
+            if doc.text is None:
+                problems.append(f"{doc.id}: {doc.error}")
+                continue
+            clusters, problem = _clusters_of(doc)
+            if problem:
+                problems.append(f"{doc.id}: {problem}")
+            else:
+                docs.append(CorefDocument(doc.id, doc.text, clusters))
+    missing = sorted((wanted or set()) - seen)
+    if missing:
+        raise InputError(f"{len(missing)} listed document ids are in no input: {', '.join(missing[:3])}")
+    return docs, problems
+
+
+def _clusters_of(doc: Document) -> tuple[list[list[tuple[int, int]]], str | None]:
+    raw = doc.fields.get("clusters")
+    if not isinstance(raw, list):
+        return [], "no 'clusters' list (each cluster a list of {start, end} character spans)"
+    clusters = []
+    for cluster in raw:
+        if not isinstance(cluster, list):
+            return [], "a cluster is not a list of spans"
+        spans = []
+        for m in cluster:
+            if isinstance(m, dict) and "start" in m and "end" in m:
+                a, z = m["start"], m["end"]
+            elif isinstance(m, (list, tuple)) and len(m) == 2:
+                a, z = m
+            else:
+                return [], f"mention {m!r} is neither {{start, end}} nor [start, end]"
+            if not (isinstance(a, int) and isinstance(z, int) and 0 <= a < z <= len(doc.text)):
+                return [], f"mention span {a}..{z} is outside the text ({len(doc.text)} characters)"
+            spans.append((a, z))
+        if spans:
+            clusters.append(spans)
+    return clusters, None
+
+
+def split_documents(docs: list[CorefDocument], fraction: float, seed: int) -> tuple[list, list]:
+    """(train, validation): a seeded share of whole documents held out."""
+    order = list(range(len(docs)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, round(len(docs) * fraction)) if len(docs) > 1 and fraction > 0 else 0
+    held = set(order[:n_val])
+    return [d for i, d in enumerate(docs) if i not in held], [d for i, d in enumerate(docs) if i in held]
+
+
+# -- windows and their gold mentions ---------------------------------------------------------------
+def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """First and last token (inclusive) overlapping characters [start, end)."""
+    import bisect
+
+    ends = [b for _, b in offsets]
+    first = bisect.bisect_right(ends, start)  # first token ending after `start`
+    last = first
+    while last + 1 < len(offsets) and offsets[last + 1][0] < end:
+        last += 1
+    if first >= len(offsets) or offsets[first][0] >= end:
+        return None
+    return first, last
+
+
+def window_examples(task: CorefTask, doc: CorefDocument, width: int) -> tuple[list[CorefExample], int]:
+    """The document's windows, each with the gold mentions wholly inside it (window
+    positions), and how many gold mentions no window can hold (wider than `width` tokens)."""
+    prepared = task.prepare(0, Document(doc.id, doc.text))
+    offsets = prepared.encoded.offsets
+    mentions = []
+    for c, cluster in enumerate(doc.clusters):
+        for a, z in cluster:
+            span = token_span(offsets, a, z)
+            if span is not None:
+                mentions.append((span[0], span[1], c))
+    too_wide = sum(1 for s, e, _ in mentions if e - s >= width)
+    out = []
+    for item in prepared.items:
+        s0, s1 = item.window.span
+        shift = item.window.content_start - s0
+        inside = sorted({(s + shift, e + shift, c) for s, e, c in mentions if s0 <= s and e < s1 and e - s < width})
+        out.append(CorefExample(item, inside))
+    return out, too_wide
+
+
+# -- the trainer task ------------------------------------------------------------------------------
+@dataclass
+class CorefTrainTask:
+    """The coreference task for the trainer (see pipelines/trainer.py)."""
+
+    coref: CorefTask
+    pad_id: int
+    width: int
+    validation: list[CorefDocument]
+    mention_weight: float = 1.0
+    examples: list[CorefExample] = field(default_factory=list)
+    save_fn: object = None
+
+    def build(self, docs: list[CorefDocument]) -> dict:
+        counts = {"documents": 0, "windows": 0, "mentions": 0, "too_wide": 0, "skipped": 0}
+        for doc in docs:
+            try:
+                examples, too_wide = window_examples(self.coref, doc, self.width)
+            except InputError:
+                counts["skipped"] += 1
+                continue
+            counts["documents"] += 1
+            counts["windows"] += len(examples)
+            counts["too_wide"] += too_wide
+            counts["mentions"] += sum(len(c) for c in doc.clusters)
+            self.examples += examples
+        return counts
+
+    def collate(self, examples: list[CorefExample], seeds: list[int]) -> dict:
+        items = [e.item for e in examples]
+        batch = batch_tensors(items, self.pad_id)
+        n = batch["input_ids"].shape[1]
+        batch.update(self.coref.mention_masks(items, n))
+        # gold_cluster[b, i, w]: 1 + the cluster of the gold mention [i, i + w], 0 for none
+        gold = torch.zeros((len(examples), n, self.width), dtype=torch.long)
+        for b, e in enumerate(examples):
+            for s, t, c in e.mentions:
+                gold[b, s, t - s] = c + 1
+        batch["gold_cluster"] = gold
+        return batch
+
+    def count(self, batch: dict) -> float:
+        return float(batch["input_ids"].shape[0])
+
+    def loss(self, model, batch: dict) -> torch.Tensor:
+        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids",
+                                        "mention_mask", "start_mask", "end_mask")}
+        n = batch["input_ids"].shape[1]
+        gold = batch["gold_cluster"][:, :, : min(self.width, n)]
+        out = model.score(**inputs, keep=gold > 0)
+        return coref_loss(out, gold, batch["mention_mask"], self.mention_weight)
+
+    def evaluate(self, model) -> dict:
+        rows = predict_rows(model, self.coref, [Document(d.id, d.text) for d in self.validation], self.pad_id)
+        pairs = [(d.clusters, [[(m["start"], m["end"]) for m in c] for c in row["clusters"]])
+                 for d, row in zip(self.validation, rows)]
+        return score_clusters(pairs)
+
+    def save(self, model, folder: Path) -> None:
+        self.save_fn(model, folder)
+        drop_unused_lora(folder)
+
+
+def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weight: float = 1.0) -> torch.Tensor:
+    """Summed over the batch's windows: mean antecedent NLL over kept mentions + mention BCE
+    per token (see the module's docstring). `out` is LongformerForCoreference.score's
+    result, `gold` (B, n, W) the 1 + cluster of each gold span (0 = none)."""
+    ms = out.mention_scores  # (B, n, W), -inf where no mention may be
+    B, n, W = ms.shape
+    gold = gold[:, :, :W]
+    finite = torch.isfinite(ms)
+    bce = F.binary_cross_entropy_with_logits(ms.masked_fill(~finite, 0.0), (gold > 0).float(), reduction="none")
+    tokens = mention_mask.sum(dim=1).clamp(min=1).float()
+    mention_loss = bce.masked_fill(~finite, 0.0).sum(dim=(1, 2)) / tokens
+
+    flat = out.spans[..., 0] * W + (out.spans[..., 1] - out.spans[..., 0])  # (B, K) kept spans in ms
+    cluster = gold.reshape(B, -1).gather(1, flat).masked_fill(~out.valid, 0)
+    pair = out.antecedent_scores.float()  # (B, K, K), -inf where not an allowed antecedent
+    same = (cluster[:, :, None] == cluster[:, None, :]) & (cluster[:, :, None] > 0) & torch.isfinite(pair)
+    scores = torch.cat([torch.zeros_like(pair[:, :, :1]), pair], dim=-1)  # column 0: the dummy
+    gold_mask = torch.cat([~same.any(dim=-1, keepdim=True), same], dim=-1)
+    nll = torch.logsumexp(scores, dim=-1) - torch.logsumexp(scores.masked_fill(~gold_mask, float("-inf")), dim=-1)
+    kept = out.valid.float()
+    antecedent_loss = (nll * kept).sum(dim=1) / kept.sum(dim=1).clamp(min=1)
+    return (antecedent_loss + mention_weight * mention_loss).sum()
+
+
+def score_clusters(pairs: list[tuple[list, list]]) -> dict:
+    """CoNLL-2012 scores of (gold, predicted) clusterings, with and without one-mention
+    entities; "score" = CoNLL F1 with them (LitBank's convention)."""
+    from .metrics import coref_scores
+
+    with_s = coref_scores(pairs, singletons=True)
+    without = coref_scores(pairs, singletons=False)
+    return {
+        "score": with_s["conll_f1"], "conll_f1": with_s["conll_f1"], "muc_f1": with_s["muc"]["f1"],
+        "b_cubed_f1": with_s["b_cubed"]["f1"], "ceaf_e_f1": with_s["ceaf_e"]["f1"], "mention_f1": with_s["mentions"]["f1"],
+        "conll_f1_no_singletons": without["conll_f1"], "documents": with_s["documents"],
+    }
+
+
+def drop_unused_lora(folder: Path) -> None:
+    """Remove from an adapter folder the LoRA layers whose update is exactly zero: the
+    global-attention projections, which coreference (no global tokens) never trains. Their
+    lora_B stays at its zero initialisation, so the merged model is the same without them,
+    and the file is ~0.9 MB smaller (the bundled model must stay under 5 MB)."""
+    from safetensors.torch import load_file, save_file
+
+    from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+
+    path = Path(folder) / ADAPTER_WEIGHTS
+    if not path.is_file():
+        return
+    tensors = load_file(str(path))
+    zero = {k[: -len(".lora_B.weight")] for k, v in tensors.items() if k.endswith(".lora_B.weight") and not v.any()}
+    if not zero:
+        return
+    kept = {k: v for k, v in tensors.items() if not any(k in (f"{m}.lora_A.weight", f"{m}.lora_B.weight") for m in zero)}
+    save_file(kept, str(path), metadata={"format": "pt"})
+    config_path = Path(folder) / ADAPTER_CONFIG
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    adapted = [k[: -len(".lora_A.weight")] for k in kept if k.endswith(".lora_A.weight")]
+    config["target_modules"] = [t for t in config["target_modules"] if any(m.endswith("." + t) for m in adapted)]
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+# -- evaluation helpers (shared with the evaluation script) ---------------------------------------
+def gap_evaluate(pipeline, examples) -> dict:
+    """GAP scores of a corefs Pipeline (one document per GAP row: its short passage)."""
+    from .metrics import gap_decisions, gap_scores
+
+    docs = [Document(ex.id, ex.text) for ex in examples]
+    decisions = {}
+    for ex, row in zip(examples, pipeline.run(docs)):
+        clusters = [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []]
+        decisions[ex.id] = gap_decisions(ex, clusters)
+    return gap_scores(examples, decisions)
+
+
+# -- the set-up finetune() calls -------------------------------------------------------------------
+def setup_corefs(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
+                 seed: int, say, ids=None, validation_ids=None, **_):
+    """corefs: whole documents up to the model's positions (one window for every LitBank
+    document); validation = `validation` (filtered by `validation_ids`), else the documents
+    of DATA listed in `validation_ids`, else a seeded `validation_split` of DATA."""
+    from lfcli.models import LongformerConfig
+
+    from .finetune import Setup, _report, _tokenizer, fingerprint_of
+    from .policies import check_policy
+
+    docs, problems = read_coref_documents(data, ids)
+    _report(problems, "training document", say)
+    if validation:
+        val, val_problems = read_coref_documents(validation, validation_ids)
+        _report(val_problems, "validation document", say)
+        train_docs = docs
+    elif validation_ids is not None:
+        val, _ = read_coref_documents(data, validation_ids)
+        held = {d.id for d in val}
+        train_docs = [d for d in docs if d.id not in held]
+    else:
+        train_docs, val = split_documents(docs, validation_split, seed)
+    if not train_docs:
+        raise InputError("no usable coreference documents in the training data")
+    if not val:
+        raise InputError("no validation documents: give --validation, --validation-ids or a --validation-split > 0")
+    base = LongformerConfig.from_json_file(folder / "config.json")
+    tok, length = _tokenizer(folder, max_length, base.max_tokens)
+    coref_config = {**COREF_DEFAULTS, **(base.extra.get("coref") or {})}
+    coref = CorefTask(tok, check_policy(global_policy or "none"), singletons=True)
+    task = CorefTrainTask(coref, base.pad_token_id, int(coref_config["max_span_width"]), val)
+    counts = task.build(train_docs)
+    say(f"{counts['documents']} training documents -> {counts['windows']} windows of up to {length} tokens, "
+        f"{counts['mentions']} gold mentions ({counts['too_wide']} wider than {task.width} tokens, not learnable); "
+        f"{len(val)} validation documents")
+    s = Setup()
+    s.class_name = "LongformerForCoreference"
+    s.task = task
+    s.config_changes = {"extra": {**base.extra, "coref": coref_config}}
+    s.max_length = length
+    s.fingerprint = fingerprint_of([[d.id, len(d.text), sum(map(len, d.clusters))] for d in train_docs] + [coref_config])
+    s.note = {"train_documents": counts["documents"], "validation_documents": len(val),
+              "validation_ids": [d.id for d in val]}
+    return s

@@ -1,0 +1,337 @@
+"""Coreference: the start-to-end head (its scores against the paper's formulas, written out
+the slow way), decoding known scores into clusters, windows merging across a boundary, the
+loss going down on a tiny real model, and `finetune corefs` end to end: CoNLL and JSONL data,
+the adapter folder (under the size the bundled model must keep), loading it for `corefs`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from checkpoints import make_checkpoint
+from lfcli.models import LongformerConfig, LongformerForCoreference
+from lfcli.pipelines.readers import Document
+from lfcli.pipelines.tasks import CorefTask, Prepared, decode_clusters
+from lfcli.pipelines.tokenize import DocumentTokenizer
+from lfcli.pipelines.train_coref import (
+    CorefTrainTask,
+    coref_loss,
+    read_coref_documents,
+    setup_corefs,
+    token_span,
+)
+
+TEXT = ("Elizabeth walked to Netherfield . She said that he would come back before the winter . "
+        "The committee will meet on Tuesday . Elizabeth smiled and she left .")
+
+
+def spans_of(text: str, *words: tuple[str, int]) -> list[tuple[int, int]]:
+    """Character spans of the k-th occurrence of each word."""
+    out = []
+    for word, k in words:
+        at = -1
+        for _ in range(k + 1):
+            at = text.index(word, at + 1)
+        out.append((at, at + len(word)))
+    return out
+
+
+GOLD = [spans_of(TEXT, ("Elizabeth", 0), ("She", 0), ("Elizabeth", 1), ("she", 0)),
+        spans_of(TEXT, ("Netherfield", 0)),
+        spans_of(TEXT, ("The committee", 0))]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def coref_dir(tmp_path_factory):
+    folder = make_checkpoint(tmp_path_factory.mktemp("coref"), "LongformerForCoreference", max_tokens=128, attention_window=16)
+    config = json.loads((folder / "config.json").read_text())
+    assert "coref" not in config
+    return folder
+
+
+@pytest.fixture(scope="module")
+def base_dir(tmp_path_factory):
+    return make_checkpoint(tmp_path_factory.mktemp("base"), "LongformerModel", max_tokens=128, attention_window=16)
+
+
+def tiny_model(folder: Path, **coref) -> LongformerForCoreference:
+    config = LongformerConfig.from_json_file(folder / "config.json")
+    config.extra["coref"] = {"ffnn_size": 12, "max_span_width": 5, **coref}
+    torch.manual_seed(0)
+    return LongformerForCoreference(config).eval()
+
+
+# -- the head ---------------------------------------------------------------------------------------
+def test_scores_follow_the_paper_formulas(coref_dir):
+    model = tiny_model(coref_dir, top_lambda=0.5)
+    with torch.no_grad():
+        for p in model.parameters():  # biases and norms too: every term must count
+            p.add_(0.1 * torch.randn_like(p))
+    torch.manual_seed(1)
+    ids = torch.randint(5, model.config.vocab_size, (2, 20))
+    mask = torch.ones_like(ids)
+    mask[1, 15:] = 0
+    starts = torch.rand(2, 20) > 0.3
+    torch.set_grad_enabled(False)
+    out = model.score(ids, mask, start_mask=starts)
+    h = model.longformer(ids, mask)
+    W = model.max_span_width
+    ms, me = model.start_mention_mlp(h), model.end_mention_mlp(h)
+    for b in range(2):
+        n = int(mask[b].sum())
+        for i in range(20):
+            for w in range(W):
+                j = i + w
+                expected = float("-inf")
+                if j < n and i < n and starts[b, i]:
+                    expected = float(model.mention_start_classifier(ms[b, i]) + model.mention_end_classifier(me[b, j])
+                                     + ms[b, i] @ model.mention_s2e_classifier.weight.T @ me[b, j]
+                                     + model.mention_s2e_classifier.bias @ me[b, j])
+                assert float(out.mention_scores[b, i, w]) == pytest.approx(expected, abs=1e-4)
+    # kept: top 0.5 * 20 spans of each sample, in text order, with their mention scores
+    k = out.spans.shape[1]
+    assert k == 10
+    for b in range(2):
+        flat = out.mention_scores[b].flatten()
+        best = set(flat.topk(k).indices.tolist())
+        got = [(int(s), int(e)) for s, e in out.spans[b]]
+        assert got == sorted(got) and {s * W + (e - s) for s, e in got} == best
+    # antecedent scores: f_m(c) + f_m(q) + the four bilinear terms, -inf unless c is earlier
+    a_s, a_e = model.start_coref_mlp(h), model.end_coref_mlp(h)
+    lin = lambda m, x: m(x)  # noqa: E731
+    for b in range(2):
+        for q in range(k):
+            for c in range(k):
+                got = float(out.antecedent_scores[b, q, c])
+                if c >= q:
+                    assert got == float("-inf")
+                    continue
+                sq, eq = out.spans[b, q].tolist()
+                sc, ec = out.spans[b, c].tolist()
+                fa = (a_s[b, sc] @ lin(model.antecedent_s2s_classifier, a_s[b, sq])
+                      + a_e[b, ec] @ lin(model.antecedent_s2e_classifier, a_s[b, sq])
+                      + a_s[b, sc] @ lin(model.antecedent_e2s_classifier, a_e[b, eq])
+                      + a_e[b, ec] @ lin(model.antecedent_e2e_classifier, a_e[b, eq]))
+                expected = float(fa + out.top_scores[b, q] + out.top_scores[b, c])
+                assert got == pytest.approx(expected, rel=1e-4, abs=1e-4)
+    torch.set_grad_enabled(True)
+
+
+def test_keep_forces_gold_spans_into_the_top_mentions(coref_dir):
+    model = tiny_model(coref_dir, top_lambda=0.1)
+    ids = torch.randint(5, model.config.vocab_size, (1, 30))
+    keep = torch.zeros(1, 30, 5, dtype=torch.bool)
+    keep[0, 3, 2] = keep[0, 20, 0] = keep[0, 27, 1] = True
+    with torch.no_grad():
+        out = model.score(ids, keep=keep)
+    got = {tuple(s) for s in out.spans[0].tolist()}
+    assert {(3, 5), (20, 20), (27, 28)} <= got and len(got) == 3
+
+
+# -- decoding -------------------------------------------------------------------------------------
+def test_decoding_turns_known_scores_into_clusters():
+    spans = torch.tensor([[0, 0], [2, 3], [5, 5], [7, 8], [9, 9], [12, 12]])
+    valid = torch.tensor([True, True, True, True, True, False])
+    ninf = float("-inf")
+    pair = torch.full((6, 6), ninf)
+    pair[2, 0], pair[2, 1] = 3.0, 1.0  # 2 -> 0 (the best antecedent)
+    pair[3, 0], pair[3, 1], pair[3, 2] = -1.0, -2.0, -0.5  # every antecedent below the dummy: no link
+    pair[4, 1], pair[4, 2] = 0.5, 2.5  # 4 -> 2, so 0, 2, 4 are one entity
+    pair[5, 0] = 9.0  # not a valid mention: ignored
+    mention = torch.tensor([1.0, -0.3, 0.2, 0.7, 0.1, 5.0])
+    assert decode_clusters(spans, valid, pair, mention) == [[(0, 0), (5, 5), (9, 9)], [(7, 8)]]
+    # a higher singleton threshold drops the lone mention; mention 1 (-0.3) is never one
+    assert decode_clusters(spans, valid, pair, mention, singleton_threshold=1.0) == [[(0, 0), (5, 5), (9, 9)]]
+    assert decode_clusters(spans, valid, pair, mention, singleton_threshold=-1.0) == [
+        [(0, 0), (5, 5), (9, 9)], [(2, 3)], [(7, 8)]]
+
+
+def test_windows_merge_across_a_boundary(coref_dir):
+    text = " ".join(["Elizabeth walked to the house ."] + ["The day was long and cold ."] * 6 + ["She smiled ."])
+    tok = DocumentTokenizer.from_folder(coref_dir, 24)
+    task = CorefTask(tok, "none", singletons=True)
+    prepared = task.prepare(0, Document("d", text))
+    windows = [it.window.span for it in prepared.items]
+    assert len(windows) >= 3
+    offsets = prepared.encoded.offsets
+    tokens = {offsets[t][0]: t for t in range(len(offsets))}
+    eliz, she = tokens[text.index("Elizabeth")], tokens[text.index("She")]
+    # a mention in the overlap of the first two windows carries the chain from one to the next
+    (s0, e0), (s1, e1) = windows[0], windows[1]
+    bridge = next(t for t in range(s1, e0) if offsets[t][0] == text.index("The", offsets[s1][0]))
+    assert s0 <= eliz < s1 <= bridge < e0 and she >= e1
+    results = [[] for _ in windows]
+    results[0] = [[(eliz, eliz), (bridge, bridge + 1)]]
+    results[1] = [[(bridge, bridge + 1), (she, she)]] if she < e1 else [[(bridge, bridge + 1)]]
+    results[-1] = [[(bridge, bridge + 1), (she, she)], [(she - 2, she - 2)]] if len(windows) == 2 else [[(she, she)]]
+    if len(windows) > 2:  # the last window sees only "She"; the middle one links it to the bridge
+        results[1] = [[(bridge, bridge + 1), (she, she)]]
+    row = task.finish(Document("d", text), prepared, results)
+    chain = [(m["start"], m["end"], m["text"]) for m in row["clusters"][0]]
+    assert [c[2] for c in chain] == ["Elizabeth", "The day", "She"]
+    assert all(text[a:z] == t for a, z, t in chain)
+    task.singletons = False
+    assert len(task.finish(Document("d", text), prepared, results)["clusters"]) == 1
+
+
+def test_mentions_start_and_end_on_word_boundaries(coref_dir):
+    tok = DocumentTokenizer.from_folder(coref_dir, 64)
+    task = CorefTask(tok, "none")
+    text = "Pemberley's passkey"
+    prepared = task.prepare(0, Document("d", text))
+    item = prepared.items[0]
+    words = [text[a:z] for a, z in prepared.encoded.offsets]
+    assert len(words) > 4  # Pemberley is several sub-words in the tiny vocabulary
+    offsets = prepared.encoded.offsets
+    starts = [offsets[t][0] for t, s in enumerate(item.extra["word_starts"]) if s]
+    ends = [offsets[t][1] for t, e in enumerate(item.extra["word_ends"]) if e]
+    assert starts == [0, 9, 10, 12] and ends == [9, 10, 11, 19]  # Pemberley | ' | s | passkey
+    masks = task.mention_masks([item], len(item))
+    assert masks["start_mask"].sum() == len(starts) and not masks["start_mask"][0, 0]  # [CLS] is no mention
+
+
+# -- training ---------------------------------------------------------------------------------------
+def test_gold_mentions_map_to_tokens(coref_dir):
+    tok = DocumentTokenizer.from_folder(coref_dir, 128)
+    enc = tok.encode(TEXT)
+    for cluster in GOLD:
+        for a, z in cluster:
+            s, e = token_span(enc.offsets, a, z)
+            assert enc.offsets[s][0] == a and enc.offsets[e][1] == z
+
+
+def test_loss_goes_down_and_the_model_learns_the_clusters(coref_dir):
+    model = tiny_model(coref_dir, top_lambda=0.4)
+    config = model.config
+    tok = DocumentTokenizer.from_folder(coref_dir, 128)
+    from lfcli.pipelines.train_coref import CorefDocument, window_examples
+
+    doc = CorefDocument("d", TEXT, GOLD)
+    task = CorefTrainTask(CorefTask(tok, "none", singletons=True), config.pad_token_id, model.max_span_width, [doc])
+    task.examples, _ = window_examples(task.coref, doc, task.width)
+    assert len(task.examples) == 1 and len(task.examples[0].mentions) == 6
+    batch = task.collate(task.examples, [0])
+    model.train()
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    curve = []
+    for _ in range(60):
+        loss = task.loss(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        curve.append(float(loss.detach()))
+    assert curve[-1] < 0.1 * curve[0]
+    model.eval()
+    with torch.no_grad():
+        metrics = task.evaluate(model)
+    assert metrics["conll_f1"] > 90 and metrics["documents"] == 1
+
+
+def test_loss_counts_the_dummy_for_mentions_without_antecedents():
+    # one window, two kept spans, both gold and in one cluster: the second's only gold
+    # antecedent is the first; the first's is the dummy.
+    class Out:
+        mention_scores = torch.tensor([[[2.0, float("-inf")], [1.0, float("-inf")]]])  # (1, n=2, W=2)
+        spans = torch.tensor([[[0, 0], [1, 1]]])
+        valid = torch.tensor([[True, True]])
+        antecedent_scores = torch.tensor([[[float("-inf"), float("-inf")], [4.0, float("-inf")]]])
+
+    gold = torch.tensor([[[1, 0], [1, 0]]])
+    loss = coref_loss(Out, gold, torch.ones(1, 2, dtype=torch.bool))
+    import math
+
+    antecedent = (0.0 + (math.log(1 + math.exp(4)) - 4)) / 2  # the first: only the dummy, log 1
+    mention = (math.log(1 + math.exp(-2)) + math.log(1 + math.exp(-1))) / 2
+    assert float(loss) == pytest.approx(antecedent + mention, rel=1e-5)
+
+
+def conll_file(path: Path, text: str = TEXT, clusters=GOLD, name: str = "doc") -> Path:
+    words = text.split(" ")
+    starts, pos = [], 0
+    for w in words:
+        starts.append(pos)
+        pos += len(w) + 1
+    marks = [[] for _ in words]
+    for c, cluster in enumerate(clusters):
+        for a, z in cluster:
+            first, last = starts.index(a), max(i for i, s in enumerate(starts) if s < z)
+            if first == last:
+                marks[first].append(f"({c})")
+            else:
+                marks[first].append(f"({c}")
+                marks[last].append(f"{c})")
+    lines = [f"#begin document ({name}); part 000"]
+    for i, w in enumerate(words):
+        lines.append(f"{name}\t0\t{i}\t{w}\t_\t_\t_\t_\t_\t_\t_\t_\t{'|'.join(marks[i]) or '-'}")
+        if w == ".":
+            lines.append("")
+    lines.append("#end document")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_conll_and_jsonl_read_the_same_documents(tmp_path):
+    conll = conll_file(tmp_path / "doc.conll")
+    (docs,), problems = read_coref_documents([str(conll)])
+    assert not problems
+    # the CoNLL text puts each sentence on its own line; the clusters are the same words
+    assert [[docs.text[a:z] for a, z in c] for c in docs.clusters] == [[TEXT[a:z] for a, z in c] for c in GOLD]
+    rows = tmp_path / "docs.jsonl"
+    rows.write_text(json.dumps({"id": "x", "text": TEXT, "clusters": [[{"start": a, "end": z} for a, z in c] for c in GOLD]})
+                    + "\n" + json.dumps({"id": "bad", "text": TEXT, "clusters": [[[5, 999]]]}) + "\n")
+    got, problems = read_coref_documents([str(rows)])
+    assert [d.id for d in got] == ["x"] and got[0].clusters == GOLD and "outside the text" in problems[0]
+    (ids := tmp_path / "ids").write_text("doc\n")
+    assert [d.id for d in read_coref_documents([str(conll), str(rows)], str(ids))[0]] == ["doc"]
+    from lfcli.pipelines.errors import InputError
+
+    with pytest.raises(InputError, match="in no input"):
+        read_coref_documents([str(conll)], ["doc", "nope"])
+
+
+def test_finetune_corefs_end_to_end(base_dir, tmp_path):
+    from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+    from lfcli.pipelines import finetune as F
+    from lfcli.pipelines.runner import Pipeline
+    from lfcli.pipelines.trainer import TrainConfig
+
+    if "corefs" not in F.TASKS:
+        F.TASKS["corefs"] = setup_corefs  # until finetune registers it
+    data = tmp_path / "data"
+    data.mkdir()
+    for k in range(3):
+        conll_file(data / f"d{k}.conll", name=f"d{k}")
+    (tmp_path / "dev.ids").write_text("d2\n")
+    (tmp_path / "train.ids").write_text("d0\nd1\n")
+    out = tmp_path / "out"
+    config = TrainConfig(max_steps=8, lr=5e-3, batch_tokens=64, eval_every=4, log_every=1, patience=None)
+    summary = F.finetune("corefs", [str(data)], str(out), model=str(base_dir), train_config=config, lora_rank=4,
+                         ids=str(tmp_path / "train.ids"), validation_ids=str(tmp_path / "dev.ids"))
+    assert summary["updates"] == 8 and summary["validation_ids"] == ["d2"] and summary["train_documents"] == 2
+    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"eval"' in line]
+    assert len(evals) == 2 and all("conll_f1_no_singletons" in e for e in evals)
+    adapter = json.loads((out / ADAPTER_CONFIG).read_text())
+    # coreference never uses global attention: those LoRA layers stay zero and are left out
+    assert not any("global" in t for t in adapter["target_modules"]) and "query" in adapter["target_modules"]
+    from safetensors.torch import load_file
+
+    keys = load_file(str(out / ADAPTER_WEIGHTS))
+    assert not any("global" in k for k in keys) and "base_model.model.mention_s2e_classifier.weight" in keys
+    config_json = json.loads((out / "config.json").read_text())
+    assert config_json["coref"]["ffnn_size"] == 128 and config_json["architectures"] == ["LongformerForCoreference"]
+    pipe = Pipeline("corefs", str(out), device="cpu")
+    pipe.task.singletons = True
+    (row,) = pipe.run([Document("x", TEXT)])
+    assert all(TEXT[m["start"]:m["end"]] == m["text"] for c in row["clusters"] for m in c)
