@@ -9,13 +9,17 @@ the rest, the same for every task, top to bottom as nanoGPT's train.py does:
             `batch_tokens` real tokens, sorts them by length and packs them into
             micro-batches of at most `micro_tokens` padded tokens (gradient accumulation).
             Under torchrun the micro-batches of an update are dealt out to the processes.
+            Or fixed batches (`batch_size`, as pretraining's --batch-size/--grad-accum):
+            `grad_accum` micro-batches of `batch_size` examples per process, in stream order.
   step      forward under bf16 autocast where the CPU multiplies bf16 natively (or on
             CUDA), loss = sum over the update's units / number of units (tokens for MLM,
             questions for QA, documents for classify), backward, clip, AdamW step.
   schedule  linear warm-up, then polynomial decay to 0 at the last update (power 1:
             linear, the fine-tuning default; power 3: the Longformer paper's pretraining).
-  eval      every `eval_every` updates and at the end; the best score's model is written
-            to the output folder, and `patience` evaluations without a better score stop
+  eval      every `eval_every` updates and at the end (and before the first update with
+            `eval_before`: a baseline, reported, never kept); the best score's model is
+            written to the output folder (a task with no validation data scores None: the
+            latest model is kept), and `patience` evaluations without a better score stop
             the run early.
   resume    a checkpoint after every evaluation (`save_every`) holds the trainable
             weights, the optimizer, the stream position and every RNG state; a resumed
@@ -239,14 +243,18 @@ class TrainConfig:
     epochs: float = 3.0
     max_steps: int | None = None  # overrides epochs
     warmup: float = 0.06  # share of the updates
+    warmup_steps: int | None = None  # overrides warmup
     decay_power: float = 1.0
     batch_tokens: int = 16384  # real tokens per update
     micro_tokens: int = 8192  # padded tokens per forward pass (memory)
+    batch_size: int | None = None  # fixed batches instead: examples per micro-batch and process
+    grad_accum: int = 1  # micro-batches per update and process (with batch_size)
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     max_grad_norm: float | None = 1.0
     eval_every: int | None = None  # default: once per epoch
+    eval_before: bool = False  # a baseline evaluation before the first update
     patience: int | None = 2  # evaluations without a better score before stopping
     save_every: int | None = None  # resume checkpoints; default: at every evaluation
     seed: int = 0
@@ -262,8 +270,13 @@ class TrainConfig:
             raise UsageError("--max-steps must be at least 1")
         if not 0 <= self.warmup < 1:
             raise UsageError("--warmup must be a share of the updates in [0, 1)")
+        if self.warmup_steps is not None and (
+                self.warmup_steps < 0 or (self.max_steps is not None and self.warmup_steps >= self.max_steps)):
+            raise UsageError(f"--warmup-steps ({self.warmup_steps}) must be >= 0 and smaller than --max-steps ({self.max_steps})")
         if self.batch_tokens < 1 or self.micro_tokens < 1:
             raise UsageError("--batch-tokens must be positive")
+        if (self.batch_size is not None and self.batch_size < 1) or self.grad_accum < 1:
+            raise UsageError("--batch-size and --grad-accum must be at least 1")
         if self.weight_decay < 0:
             raise UsageError("--weight-decay must be >= 0")
         if self.patience is not None and self.patience < 1:
@@ -304,6 +317,15 @@ def plan_update(stream: Stream, examples: Sequence, cursor: int, batch_tokens: i
         batch_tokens = tokens + 1  # one more example, until the processes share evenly
 
 
+def plan_fixed(stream: Stream, examples: Sequence, cursor: int, batch_size: int, grad_accum: int,
+               rank: int = 0, world: int = 1) -> Plan:
+    """grad_accum x world micro-batches of batch_size examples in stream order; micro-batch
+    a * world + r is process r's a-th, so the processes share what one process would take."""
+    taken = [stream[k] for k in range(cursor, cursor + batch_size * grad_accum * world)]
+    micro = [taken[j:j + batch_size] for j in range(0, len(taken), batch_size)]
+    return Plan(micro[rank::world], cursor + len(taken), sum(len(examples[i]) for i in taken))
+
+
 def steps_per_epoch(examples: Sequence, batch_tokens: int) -> int:
     total = sum(len(e) for e in examples)
     return max(1, round(total / batch_tokens))
@@ -332,9 +354,13 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
     examples = task.examples
     if not examples:
         raise InputError("no training examples")
-    per_epoch = steps_per_epoch(examples, config.batch_tokens)
+    if config.batch_size:
+        per_epoch = max(1, round(len(examples) / (config.batch_size * config.grad_accum * dist.world)))
+    else:
+        per_epoch = steps_per_epoch(examples, config.batch_tokens)
     max_steps = config.max_steps or max(1, math.ceil(per_epoch * config.epochs))
-    warmup_steps = min(int(config.warmup * max_steps), max_steps - 1)
+    warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup * max_steps)
+    warmup_steps = min(warmup, max_steps - 1)
     eval_every = config.eval_every or per_epoch
     save_every = config.save_every or eval_every
     fingerprint = {**(fingerprint or {}), "seed": config.seed, "batch_tokens": config.batch_tokens,
@@ -388,9 +414,11 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
                 trainable[name].copy_(value)
         optimizer.load_state_dict(saved["optimizer"])
         st = RunState(**saved["run"])
+        resumed_from = st.step
         set_rng_state(saved["rng"][dist.rank], dist.device)
         emit({"event": "message", "message": f"resuming at update {st.step} of {max_steps}"})
     else:
+        resumed_from = None
         output.mkdir(parents=True, exist_ok=True)
         if dist.main:
             (output / METRICS_FILE).unlink(missing_ok=True)
@@ -415,14 +443,15 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
             os.replace(tmp, state_dir)
         dist.barrier()
 
-    def evaluate() -> None:
+    def evaluate(baseline: bool = False) -> None:
         was = model.training
         model.eval()
         with torch.no_grad(), autocast():
             metrics = task.evaluate(model)
         model.train(was)
-        score = float(metrics["score"])
-        better = st.best_score is None or score > st.best_score
+        score = None if metrics.get("score") is None else float(metrics["score"])
+        # A baseline is the starting point, never kept: the output folder is for the trained model.
+        better = not baseline and (score is None or st.best_score is None or score > st.best_score)
         record = {"event": "eval", "step": st.step, "epoch": round(st.step / per_epoch, 2), **metrics, "best": better}
         st.evals.append({k: v for k, v in record.items() if k != "event"})
         if better:
@@ -438,7 +467,7 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
                     os.replace(child, target)
                 tmp.rmdir()
             dist.barrier()
-        else:
+        elif not baseline:
             st.evals_since_best += 1
         emit(record)
 
@@ -447,10 +476,16 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
     stream = Stream(len(examples), config.seed)
     session_tokens, session_time = 0, 0.0
     stopped_early = False
+    if config.eval_before and not st.evals:
+        evaluate(baseline=True)
     try:
         while st.step < max_steps:
             t0 = time.perf_counter()
-            plan = plan_update(stream, examples, st.cursor, config.batch_tokens, config.micro_tokens, dist.rank, dist.world)
+            if config.batch_size:
+                plan = plan_fixed(stream, examples, st.cursor, config.batch_size, config.grad_accum, dist.rank, dist.world)
+            else:
+                plan = plan_update(stream, examples, st.cursor, config.batch_tokens, config.micro_tokens, dist.rank,
+                                   dist.world)
             batches = [task.collate([examples[i] for i in idx], [mix_seed(config.seed, "example", st.step, i) for i in idx])
                        for idx in plan.micro]
             (units,) = dist.sum([sum(task.count(b) for b in batches)])
@@ -499,8 +534,8 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
         bar.close()
     st.elapsed += time.perf_counter() - started
     summary = {
-        "updates": st.step, "max_steps": max_steps, "stopped_early": stopped_early, "tokens": st.tokens,
-        "best_step": st.best_step, "best_score": st.best_score, "evals": st.evals,
+        "updates": st.step, "max_steps": max_steps, "resumed_from_step": resumed_from, "stopped_early": stopped_early,
+        "tokens": st.tokens, "best_step": st.best_step, "best_score": st.best_score, "evals": st.evals,
         "train_tokens_per_s": session_tokens / session_time if session_time else None,
         "elapsed_s": st.elapsed, "bf16_autocast": bf16, "trainable_parameters": trainable_n,
     }
@@ -516,10 +551,12 @@ class _Progress:
         self.first_step = done
         self.bar = None
         if enabled and sys.stderr.isatty():
+            from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
             self.bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=True)
+                                TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=True,
+                                console=Console(file=sys.stderr))  # stdout is for the command's data
             self.bar.start()
             self.task = self.bar.add_task("train", total=total, completed=done, info="")
 
