@@ -36,6 +36,17 @@ def test_api_rows(tmp_path):
     assert [r["id"] for r in pipe.run(docs)] == [d.id for d in docs]
 
 
+def test_bad_options_raise_usage_errors_before_the_model_loads():
+    from lfcli.pipelines.errors import UsageError
+
+    with pytest.raises(UsageError, match="two labels or more"):
+        lfcli.classify(["The court held that."], model="/missing/model", labels=["law"])
+    with pytest.raises(UsageError, match="--dtype"):
+        lfcli.embed(["The court held that."], model="/missing/model", dtype="float64")
+    with pytest.raises(UsageError, match="--device"):
+        lfcli.Pipeline("embed", model="/missing/model", device="cuda:99")
+
+
 @needs_bundled
 def test_readme_main_job_on_the_examples(tmp_path):
     """The README's first command: the bundled model over examples/docs."""

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.writers import open_writer, output_format, sidecar_path
+from lfcli.pipelines.writers import FLUSH_SECONDS, open_writer, output_format, sidecar_path
 
 SPAN = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
 TASK_SCHEMA = pa.schema(
@@ -469,6 +469,9 @@ def test_parquet_time_based_flush(tmp_path):
     assert len(os.listdir(path + ".parts")) == 2  # each write was old enough to flush
     w.close()
     assert _ids(path) == ["a", "b"]
+    # by default rows wait at most a few seconds for a row group to fill (issue #15: a job
+    # killed in its first minute used to keep nothing)
+    assert open_writer(str(tmp_path / "default.parquet")).flush_seconds == FLUSH_SECONDS <= 5
 
 
 @pytest.mark.parametrize("name", ["out.jsonl", "out.json", "out.parquet"])
