@@ -7,6 +7,7 @@ plain files, run as `python benchmarks/<name>.py`, so this folder is on sys.path
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import gc
 import json
@@ -92,7 +93,7 @@ def bench(fn: Callable[[], Any], device: torch.device, warmup: int = 1, repeats:
 
 
 def bench_rounds(fns: dict[str, Callable[[], Any]], device: torch.device, warmup: int = 1, repeats: int = 5,
-                 budget_s: float | None = None, min_repeats: int = 3) -> dict[str, dict]:
+                 budget_s: float | None = None, min_repeats: int = 3, grad: bool = False) -> dict[str, dict]:
     """Time several callables side by side, in rounds: after `warmup` calls of each, every
     round calls each of them once, in turn. The speed of a shared machine drifts by tens of
     percent over minutes; callables timed in the same rounds see the same drift, so the
@@ -101,9 +102,12 @@ def bench_rounds(fns: dict[str, Callable[[], Any]], device: torch.device, warmup
     budget_s: when the warm-up shows that `repeats` rounds would take longer than budget_s,
     fewer are made (never fewer than min_repeats), so that slow anchors (dense attention at
     16k) do not dominate the run time. The number of runs made is in each result.
+
+    grad: run with autograd on (training steps: forward + backward) instead of under
+    torch.inference_mode().
     """
     times: dict[str, list[float]] = {name: [] for name in fns}
-    with torch.inference_mode():
+    with contextlib.nullcontext() if grad else torch.inference_mode():
         round_s = 0.0
         for fn in fns.values():
             last = 0.0

@@ -1,6 +1,6 @@
 """Run every lfcli benchmark in one go and collect the results.
 
-    python benchmarks/run_all.py                 # full runs (~13 min on 2 CPU cores)
+    python benchmarks/run_all.py                 # full runs (~13 min on 2 CPU cores, + ~25 min for train_speed)
     python benchmarks/run_all.py --quick         # small shapes, fewer repeats
     python benchmarks/run_all.py --out DIR       # results.json, report.txt, per-benchmark JSON and PNG plots
 
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import common  # noqa: E402
 
-BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder")
+BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder", "train_speed")
 TRITON_WINDOWS = (128, 256, 512, 1024)
 TRITON_N = 16384
 TRITON_BLOCKS = ((64, 32), (64, 64), (128, 64), (128, 128))
