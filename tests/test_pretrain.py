@@ -1,5 +1,7 @@
-"""Continued MLM pretraining (pipelines/pretrain.py): schedule, masking, data split, resume,
-two-process DDP and a real loss decrease of the bundled model on LitBank novels. All CPU."""
+"""Continued MLM pretraining (pipelines/pretrain.py, on the shared trainer): schedule,
+masking, data split, fixed batches, resume, two-process DDP and a real loss decrease of the
+bundled model on LitBank novels. All CPU; the tiny runs use the trainer's default autocast
+(bf16 on CPUs with native bf16), and the runs compared bitwise use the same setting."""
 
 from __future__ import annotations
 
@@ -18,8 +20,6 @@ import torch
 from checkpoints import TRAINING_TEXT, make_checkpoint
 from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.pretrain import (
-    STATE_FILE,
-    SUMMARY_FILE,
     MaskVocab,
     Piece,
     build_sequences,
@@ -28,6 +28,7 @@ from lfcli.pipelines.pretrain import (
     pretrain_continue,
     split_heldout,
 )
+from lfcli.pipelines.trainer import STATE_DIR, STATE_FILE, SUMMARY_FILE, Stream, plan_fixed
 
 LITBANK = Path("/work/shared/data/litbank/original")
 
@@ -201,9 +202,24 @@ def test_heldout_split_is_deterministic_and_disjoint():
 TINY_RUN = dict(max_steps=6, warmup_steps=2, grad_accum=2, batch_size=2, lr=2e-3, save_every=3, eval_fraction=0.1, seed=3)
 
 
+def _state(out: Path) -> dict:
+    return torch.load(out / STATE_DIR / STATE_FILE, weights_only=False)
+
+
+def test_fixed_batches_share_one_process_work_among_processes():
+    examples = [torch.zeros(n) for n in (5, 9, 3, 7, 4, 8, 6, 2)]
+    stream = Stream(len(examples), seed=1)
+    one = plan_fixed(stream, examples, 0, batch_size=2, grad_accum=2, rank=0, world=1)
+    two = [plan_fixed(stream, examples, 0, batch_size=2, grad_accum=1, rank=r, world=2) for r in (0, 1)]
+    assert [len(m) for m in one.micro] == [2, 2] and one.cursor == 4
+    assert two[0].micro + two[1].micro == one.micro  # micro-batch a * world + r is process r's
+    assert one.tokens == two[0].tokens == sum(len(examples[stream[k]]) for k in range(4))
+
+
 def test_resume_after_interruption_equals_uninterrupted_run(tiny, corpus, tmp_path):
     full = pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "full"), **TINY_RUN)
     assert full["steps"] == 6 and full["head"] == "new" and full["resumed_from_step"] is None
+    assert [e["step"] for e in full["evals"]] == [0, 3, 6]  # before, every save_every, at the end
 
     class Crash(RuntimeError):
         pass
@@ -215,24 +231,23 @@ def test_resume_after_interruption_equals_uninterrupted_run(tiny, corpus, tmp_pa
     out = tmp_path / "interrupted"
     with pytest.raises(Crash):
         pretrain_continue([str(corpus)], str(tiny), str(out), log=crash_after_checkpoint, **TINY_RUN)
-    assert (out / "checkpoint-3" / STATE_FILE).is_file() and not (out / "model.safetensors").exists()
+    assert _state(out)["run"]["step"] == 3
     with pytest.raises(UsageError, match="--resume"):
         pretrain_continue([str(corpus)], str(tiny), str(out), **TINY_RUN)
     resumed = pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **TINY_RUN)
     assert resumed["resumed_from_step"] == 3 and resumed["steps"] == 6
     assert resumed["tokens"] == full["tokens"]
     assert resumed["eval_loss_before"] == full["eval_loss_before"]
-    a, b = _weights(tmp_path / "full"), _weights(out)
-    assert a.keys() == b.keys()
-    worst = max((a[k] - b[k]).abs().max().item() for k in a)
-    assert worst <= 1e-6, worst
-    for name in ("checkpoint-3", "checkpoint-6"):
-        assert _weights(tmp_path / "full" / name).keys() == a.keys()
-    # the resumed run's own figures match too
-    assert resumed["eval_loss_after"] == pytest.approx(full["eval_loss_after"], abs=1e-6)
-    # resuming a finished run does nothing
-    assert pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **TINY_RUN) == json.loads(
-        (out / SUMMARY_FILE).read_text())
+    trained = _state(out)["trainable"]
+    for name, value in _state(tmp_path / "full")["trainable"].items():  # every trained weight, bitwise
+        assert torch.equal(value, trained[name]), name
+    a, b = _weights(tmp_path / "full"), _weights(out)  # and the kept models
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert resumed["eval_loss_after"] == full["eval_loss_after"]
+    # resuming a finished run trains nothing and reports the same run
+    again = pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **TINY_RUN)
+    assert again["resumed_from_step"] == 6 and again["evals"] == resumed["evals"]
+    assert all(torch.equal(v, _weights(out)[k]) for k, v in b.items())
 
 
 def test_gradient_checkpointing_gives_the_same_weights(tiny, corpus, tmp_path):
@@ -251,15 +266,17 @@ def test_final_model_layout_and_global_copies(tiny, corpus, tmp_path):
     log = []
     summary = pretrain_continue([str(corpus)], str(tiny), str(out), **{**TINY_RUN, "max_steps": 3, "save_every": 0},
                                 log=log.append)
-    assert summary["checkpoints"] == [] and summary["eval_sequences"] > 0
+    assert summary["eval_sequences"] > 0 and summary["best_step"] == 3
     assert summary["eval_bpt_before"] == pytest.approx(summary["eval_loss_before"] / math.log(2))
-    assert {"message", "eval", "step"} <= {r["event"] for r in log}
+    assert [r["when"] for r in log if r["event"] == "eval"] == ["before", "after"]
+    assert {"message", "eval", "step", "checkpoint"} <= {r["event"] for r in log}
     steps = [r for r in log if r["event"] == "step"]
     assert [r["step"] for r in steps] == [1, 2, 3] and all(r["tokens_per_s"] > 0 and r["lr"] > 0 for r in steps)
-    assert (out / "tokenizer.json").is_file() and (out / SUMMARY_FILE).is_file()
+    assert {"tokenizer.json", "config.json", "model.safetensors", SUMMARY_FILE, "metrics.jsonl", STATE_DIR} <= {
+        p.name for p in out.iterdir()}
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["architectures"] == ["LongformerForMaskedLM"]
-    assert cfg["lfcli"]["continued_pretraining"]["steps"] == 3
+    assert cfg["lfcli"]["continued_pretraining"]["base_model"] == str(tiny)
     mlm = LongformerForMaskedLM.from_pretrained(out)  # has its head now
     enc = LongformerModel.from_pretrained(out)  # and loads as a bare encoder
     for layer in mlm.longformer.encoder.layer:
@@ -270,10 +287,14 @@ def test_final_model_layout_and_global_copies(tiny, corpus, tmp_path):
     # the encoder trained: it differs from the starting checkpoint
     start = LongformerModel.from_pretrained(tiny)
     assert not torch.equal(start.encoder.layer[0].attention.self.query.weight, enc.encoder.layer[0].attention.self.query.weight)
-    # a second run continues from the saved head
+    # a second run continues from the saved head, whose held-out loss the first run reported
     again = pretrain_continue([str(corpus)], str(out), str(tmp_path / "again"), **{**TINY_RUN, "max_steps": 3, "save_every": 0})
     assert again["head"] == "checkpoint"
     assert again["eval_loss_before"] == pytest.approx(summary["eval_loss_after"], abs=1e-5)
+    # nothing held out: no evaluation figures, and the latest model is kept
+    none = pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "none"), **{**TINY_RUN, "max_steps": 3, "eval_fraction": 0.0})
+    assert none["eval_loss_before"] is None and none["eval_loss_after"] is None and none["best_step"] == 3
+    assert (tmp_path / "none" / "model.safetensors").is_file()
 
 
 def test_errors_are_one_line(tiny, corpus, tmp_path):
@@ -286,17 +307,21 @@ def test_errors_are_one_line(tiny, corpus, tmp_path):
         pretrain_continue([str(tmp_path / "missing")], str(tiny), str(tmp_path / "o2"), **TINY_RUN)
     with pytest.raises(UsageError, match="warmup"):
         pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o3"), **{**TINY_RUN, "warmup_steps": 6})
+    with pytest.raises(UsageError, match="grad-accum"):
+        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o3"), **{**TINY_RUN, "grad_accum": 0})
     with pytest.raises(UsageError, match="model folder"):
         pretrain_continue([str(corpus)], str(tiny), str(tiny), **TINY_RUN)
     with pytest.raises(UsageError, match="contradict"):
         pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o4"), resume=True, force=True, **TINY_RUN)
+    assert not (tmp_path / "o3").exists() and not (tmp_path / "o4").exists()  # refused before writing
     out = tmp_path / "o5"
     pretrain_continue([str(corpus)], str(tiny), str(out), **{**TINY_RUN, "max_steps": 3, "save_every": 3})
     with pytest.raises(UsageError, match="other settings"):  # resume with another seed
-        pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **{**TINY_RUN, "seed": 9})
+        pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **{**TINY_RUN, "max_steps": 3, "seed": 9})
     (out / "notes.txt").write_text("mine", encoding="utf-8")
+    (out / STATE_DIR / "stale").write_text("from the earlier run", encoding="utf-8")
     pretrain_continue([str(corpus)], str(tiny), str(out), force=True, **{**TINY_RUN, "max_steps": 3, "save_every": 0})
-    assert (out / "notes.txt").is_file() and not (out / "checkpoint-3").exists()  # force removes only our files
+    assert (out / "notes.txt").is_file() and not (out / STATE_DIR / "stale").exists()  # force removes only our files
 
 
 # -- two processes ----------------------------------------------------------------------------
@@ -330,9 +355,7 @@ def test_ddp_two_gloo_processes_match_one_process(tiny_no_dropout, corpus, tmp_p
     assert sorted(r["rank"] for r in reports) == [0, 1]
     assert all(r["world_size"] == 2 and r["steps"] == 3 for r in reports)
     assert reports[0]["eval_loss_after"] == pytest.approx(reports[1]["eval_loss_after"])
-    assert (out / "checkpoint-2" / STATE_FILE).is_file()
-    state = torch.load(out / "checkpoint-2" / STATE_FILE, weights_only=True)
-    assert len(state["rng"]) == 2  # every process's RNG state
+    assert len(_state(out)["rng"]) == 2  # every process's RNG state
     LongformerForMaskedLM.from_pretrained(out)  # loadable
     # One process accumulating the two micro-batches sees the same sequences and masks.
     single = pretrain_continue([str(corpus)], str(tiny_no_dropout), str(tmp_path / "single"), max_steps=3,
