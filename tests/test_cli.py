@@ -331,7 +331,7 @@ def test_help_shows_plain_metavars_and_each_commands_own_words():
     assert force.split("-F")[1].split()[0] == "Overwrite"  # a flag: no type between it and its help
     pretrain = _help_words("pretrain-continue")
     assert "Overwrite an existing output file" not in pretrain and "skip their ids" not in pretrain
-    assert "checkpoint" in pretrain.split("--resume")[1][:200] and "checkpoints" in pretrain.split("--force")[1][:200]
+    assert "resume state" in pretrain.split("--resume")[1][:200] and "earlier run" in pretrain.split("--force")[1][:200]
     assert "every 5 s or every row group" in _help_words("embed")
 
 
