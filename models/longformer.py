@@ -101,7 +101,11 @@ class LongformerSelfAttention(nn.Module):
         # (h W^T + b) / sqrt(D) computed as h (W / sqrt(D))^T + b / sqrt(D): the scale touches
         # the weights (hidden^2 numbers) instead of the activations (n * hidden).
         scale = 1.0 / math.sqrt(self.head_dim)
-        q = self._heads(F.linear(hidden_states, self.query.weight * scale, self.query.bias * scale))
+        if isinstance(self.query, nn.Linear):
+            q = self._heads(F.linear(hidden_states, self.query.weight * scale, self.query.bias * scale))
+        else:  # a LoRA-wrapped projection (fine-tuning): scaling its output keeps autograd from
+            # forming the gradient of the whole merged weight
+            q = self._heads(self.query(hidden_states) * scale)
         k = self._heads(self.key(hidden_states))
         v = self._heads(self.value(hidden_states))
         dropout_p = self.dropout_p if self.training else 0.0
