@@ -30,9 +30,8 @@ from .tokenize import DocumentTokenizer
 TASKS = ("classify", "qa", "embed", "corefs")
 HEAD_ADVICE = {
     "classify": "Without a trained head, classify zero-shot with --labels 'label1,label2,...'",
-    "qa": "Pass -m with a question-answering checkpoint (transformers layout); `lfcli convert` "
-    "turns a short SQuAD-trained BERT/RoBERTa into a long one",
-    "corefs": "Pass -m with a coreference checkpoint (an lfcli LongformerForCoreference)",
+    "qa": "Pass -m with a question-answering checkpoint, or train one with `lfcli finetune qa`",
+    "corefs": "Pass -m with a coreference checkpoint, or train one with `lfcli finetune corefs`",
     "embed": "",
 }
 DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
@@ -178,7 +177,8 @@ class Pipeline:
 
         from lfcli.kernels import resolve_backend
         from lfcli.models import ARCHITECTURES, MissingHead
-        from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
+        from lfcli.models.bundled import DEFAULT_MODEL, default_model, resolve_model
+        from lfcli.models.checkpoint import tokenizer_folder
 
         from .catalog import announce_build
 
@@ -187,12 +187,13 @@ class Pipeline:
             batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, labels=labels,
             temperature=temperature, top_k=top_k, pooling=pooling,
         )
-        name = model or DEFAULT_MODEL
+        # Without -m: the task's bundled trained model (qa, corefs), else the bundled base.
+        name = model or (DEFAULT_MODEL if task == "classify" and labels is not None else default_model(task))
         announce_build(name)
         self.folder = resolve_model(name)
         # The tokenizer comes before the weights, so a window too short for the task's special
         # tokens (and question) is refused before the load.
-        tokenizer = DocumentTokenizer.from_folder(self.folder, max_length or 0)
+        tokenizer = DocumentTokenizer.from_folder(tokenizer_folder(self.folder), max_length or 0)
         if max_length is not None:
             _check_room(tokenizer, task, question)
         zero_shot = task == "classify" and labels is not None
@@ -216,7 +217,10 @@ class Pipeline:
         limit = config.max_tokens
         if max_length is not None and max_length > limit:
             note(f"--max-length {max_length} is more than the model's {limit} positions: windows of {limit} tokens")
-        self.max_length = min(max_length or limit, limit)
+        # A trained model may name the window length it works best with (measured on its
+        # validation data); --max-length overrides it.
+        preferred = (config.extra.get("lfcli") or {}).get("default_max_length")
+        self.max_length = min(max_length or preferred or limit, limit)
         self.tokenizer = DocumentTokenizer(tokenizer.tokenizer, self.max_length)
         _check_room(self.tokenizer, task, question)
         if self.max_length < SHORT_WINDOW:
