@@ -335,8 +335,13 @@ def models():
                 status = f"unavailable: {m['available']}"
             else:
                 status = "ready" if m["built"] else f"builds on first use (about {BUILD_SECONDS} s)"
-            typer.echo(f"{m['name']}{' (default)' if m['default'] else ''}\t{m['description']}")
-            typer.echo(f"    tasks: {', '.join(m['tasks'])}\n    {status}")
+            default = f" (default for {m['default']})" if m["default"] else ""
+            typer.echo(f"{m['name']}{default}\t{m['description']}")
+            typer.echo(f"    tasks: {', '.join(m['tasks'])}")
+            for key in ("trained_on", "scores"):
+                if m.get(key):
+                    typer.echo(f"    {key.replace('_', ' ')}: {m[key]}")
+            typer.echo(f"    {status}")
 
     _guarded(go)
 

@@ -22,7 +22,9 @@ BUILD_SECONDS = 5
 def list_models() -> list[dict]:
     """The bundled models: name, description, whether usable here (`available`: None or why
     not), whether already built into the cache, and their tasks."""
-    from lfcli.models.bundled import BUNDLED, DEFAULT_MODEL, bundled_available, is_built
+    from lfcli.models.bundled import (
+        BUNDLED, DEFAULT_MODEL, TASK_MODELS, bundled_available, default_model, is_built, task_model_path,
+    )
 
     out = []
     for name, entry in BUNDLED.items():
@@ -31,11 +33,27 @@ def list_models() -> list[dict]:
         out.append(
             {
                 "name": name,
-                "default": name == DEFAULT_MODEL,
+                # the tasks it is the default of (the base: those without a bundled trained model)
+                "default": ", ".join(t for t in ("embed", "classify", "qa", "corefs") if default_model(t) == name)
+                if name == DEFAULT_MODEL else "",
                 "description": entry.description,
                 "available": bundled_available(name),
                 "built": is_built(name),
                 "tasks": tasks,
+            }
+        )
+    for name, entry in TASK_MODELS.items():
+        present = (task_model_path(name) / "config.json").is_file()
+        out.append(
+            {
+                "name": name,
+                "default": entry.task if default_model(entry.task) == name else "",
+                "description": entry.description,
+                "available": None if present else f"its files are missing from this installation ({task_model_path(name)})",
+                "built": True,  # package data over the bundled base; the base builds on first use
+                "tasks": [entry.task],
+                "trained_on": entry.trained_on,
+                "scores": entry.scores,
             }
         )
     return out
