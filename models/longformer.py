@@ -474,7 +474,7 @@ class CorefScores:
         (by start, then end); valid (B, K) False for padding slots.
     top_scores (B, K): their mention scores (0 where not valid).
     antecedent_scores (B, K, K): row q = mention, column c = candidate antecedent:
-        f_m(c) + f_m(q) + f_a(c, q), -inf unless c is an earlier valid mention of q. The dummy
+        f_a(c, q), -inf unless c is an earlier valid mention of q. The dummy
         antecedent (no antecedent: q starts an entity or is no mention) scores 0, implicitly.
     """
 
@@ -497,8 +497,16 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         f_a(c, q) = a_s^c . B_ss a_s^q + a_s^c . B_se a_e^q + a_e^c . B_es a_s^q + a_e^c . B_ee a_e^q
     (eq. 2), computed as one (K, 2 size) @ (2 size, K) product:
         [a_s^c, a_e^c] . [B_ss a_s^q + B_se a_e^q, B_es a_s^q + B_ee a_e^q].
-    The pair score is f_m(c) + f_m(q) + f_a(c, q); the dummy antecedent scores 0. No span
-    representations and no (K x K x size) tensor: memory is linear in the length, plus K^2.
+    The pair score is f_a(c, q); the dummy antecedent scores 0. No span representations and
+    no (K x K x size) tensor: memory is linear in the length, plus K^2.
+
+    One departure from the paper: it adds f_m(c) + f_m(q) to the pair score and trains f_m
+    only through the antecedent loss. Here f_m is trained as a calibrated "is a mention"
+    logit (it picks the kept mentions and decides one-mention entities, which LitBank
+    annotates); mentions are rare (about one candidate span in 240), so calibrated logits
+    are negative for most of training, and their sum put every link below the dummy (no
+    link at all after 3 epochs on LitBank). Kept spans that are no mentions are still
+    trained to take the dummy, so f_a learns to reject them.
 
     Module names: antecedent_XY_classifier is B_XY, X the mention's side, Y the antecedent's
     (s = start, e = end).
@@ -580,7 +588,6 @@ class LongformerForCoreference(LongformerPreTrainedModel):
             self.antecedent_s2e_classifier(a_s) + self.antecedent_e2e_classifier(a_e),  # . a_e of the antecedent
         ], dim=-1)
         pair = torch.matmul(query, torch.cat([a_s, a_e], dim=-1).transpose(1, 2)).float()  # (B, K, K)
-        pair = pair + top_scores[:, :, None] + top_scores[:, None, :]
         earlier = torch.ones(k, k, dtype=torch.bool, device=hidden.device).tril(-1)
         allowed = earlier[None] & valid[:, :, None] & valid[:, None, :]
         return CorefScores(scores, torch.stack([starts, ends], dim=-1), valid, top_scores,
