@@ -500,20 +500,21 @@ class LongformerForCoreference(LongformerPreTrainedModel):
     The pair score is f_a(c, q); the dummy antecedent scores 0. No span representations and
     no (K x K x size) tensor: memory is linear in the length, plus K^2.
 
-    One departure from the paper: it adds f_m(c) + f_m(q) to the pair score and trains f_m
-    only through the antecedent loss. Here f_m is trained as a calibrated "is a mention"
-    logit (it picks the kept mentions and decides one-mention entities, which LitBank
-    annotates); mentions are rare (about one candidate span in 240), so calibrated logits
-    are negative for most of training, and their sum put every link below the dummy (no
-    link at all after 3 epochs on LitBank). Kept spans that are no mentions are still
-    trained to take the dummy, so f_a learns to reject them.
+    One departure from the paper, which adds f_m(c) + f_m(q) to the pair score and trains f_m
+    only through the antecedent loss: here f_m is trained as a calibrated "is a mention"
+    logit, the kept spans it scores above `mention_threshold` are the mentions (LitBank
+    annotates one-mention entities, so mention detection is a task of its own), and f_a
+    links mentions only (pipelines/train_coref.py trains it on the gold mentions).
+    Mentions are rare (about one candidate span in 240): with f_m in the pair score and
+    every kept span trained to take the dummy, no link beat the dummy after 3 epochs on
+    LitBank.
 
     Module names: antecedent_XY_classifier is B_XY, X the mention's side, Y the antecedent's
     (s = start, e = end).
 
     config.extra["coref"] sets ffnn_size (default: hidden size), max_span_width (30),
-    top_lambda (0.4) and singleton_threshold (0: a mention without an antecedent is reported
-    as a one-mention entity when f_m exceeds it).
+    top_lambda (0.4) and mention_threshold (0: a kept span is a mention when f_m exceeds it;
+    see tasks.decode_clusters).
     """
 
     def __init__(self, config: LongformerConfig):
@@ -522,7 +523,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         size = int(coref.get("ffnn_size", config.hidden_size))
         self.max_span_width = int(coref.get("max_span_width", 30))
         self.top_lambda = float(coref.get("top_lambda", 0.4))  # mentions kept per token
-        self.singleton_threshold = float(coref.get("singleton_threshold", 0.0))
+        self.mention_threshold = float(coref.get("mention_threshold", 0.0))
         self.longformer = LongformerModel(config, add_pooling_layer=False)
         p = config.hidden_dropout_prob
         self.start_mention_mlp = CorefMLP(config.hidden_size, size, p)

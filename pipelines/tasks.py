@@ -384,30 +384,31 @@ def word_boundaries(tok: DocumentTokenizer, text: str, n: int) -> tuple[list[boo
     return starts, ends
 
 
-def decode_clusters(spans, valid, antecedent_scores, mention_scores, singleton_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
+def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
     """One window's entities from its scores (LongformerForCoreference.forward, one sample).
 
-    Max-antecedent decoding: each mention links to its best-scoring antecedent when that
-    beats the dummy antecedent (score 0), and links chain into clusters. A mention that links
-    to nothing and is not linked to is a one-mention entity when its mention score exceeds
-    `singleton_threshold`. Spans are (start, end) token positions, end inclusive; clusters
-    in order of their first mention, mentions in text order (the model's order)."""
-    best_score, best = antecedent_scores.float().max(dim=1) if antecedent_scores.shape[1] else (None, None)
+    The kept spans whose mention score exceeds `mention_threshold` (0: probability 0.5) are
+    the mentions. Max-antecedent decoding among them: each mention links to its
+    best-scoring earlier mention when that beats the dummy antecedent (score 0), and links
+    chain into clusters; a mention that links to nothing and is not linked to is a
+    one-mention entity. Spans are (start, end) token positions, end inclusive; clusters in
+    order of their first mention, mentions in text order (the model's order)."""
+    import torch
+
+    is_mention = valid.bool() & (mention_scores.float() > mention_threshold)
+    pair = antecedent_scores.float().masked_fill(~is_mention[None, :], float("-inf"))
+    best_score, best = pair.max(dim=1)
     cluster_of: dict[int, int] = {}
     clusters: list[list[int]] = []
-    for i in range(spans.shape[0]):
-        if not bool(valid[i]):
-            continue
-        score = float(best_score[i]) if best_score is not None else -math.inf
-        if score > 0:  # finite and above the dummy
+    for i in torch.nonzero(is_mention).flatten().tolist():
+        if float(best_score[i]) > 0:  # finite and above the dummy
             j = int(best[i])
             if j not in cluster_of:
                 cluster_of[j] = len(clusters)
                 clusters.append([j])
             cluster_of[i] = cluster_of[j]
             clusters[cluster_of[i]].append(i)
-    singles = [[i] for i in range(spans.shape[0])
-               if bool(valid[i]) and i not in cluster_of and float(mention_scores[i]) > singleton_threshold]
+    singles = [[i] for i in torch.nonzero(is_mention).flatten().tolist() if i not in cluster_of]
     out = sorted(clusters + singles, key=lambda c: min(c))
     return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]
 
@@ -415,8 +416,8 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, singleton_t
 class CorefTask(Task):
     """Coreference chains. Rows: id, clusters: a list of clusters, each a list of
     {start, end, text} character spans (end exclusive) of the document's text, mentions and
-    clusters in text order. `singletons`: also report one-mention entities (mentions the
-    model scores as mentions, linked to nothing), as LitBank annotates them.
+    clusters in text order. `singletons`: also report one-mention entities (spans the model
+    scores as mentions, linked to nothing), as LitBank annotates them.
 
     A document that fits the model's positions is one window; a longer one is cut into
     windows overlapping by a quarter, each decoded on its own (`decode_clusters`), and
@@ -459,7 +460,7 @@ class CorefTask(Task):
         masks = {k: v.to(device) for k, v in self.mention_masks(items, batch["input_ids"].shape[1]).items()}
         spans, valid, pair, mention_scores = model(**batch, **masks)
         spans, valid, pair, mention_scores = spans.cpu(), valid.cpu(), pair.float().cpu(), mention_scores.float().cpu()
-        threshold = getattr(model, "singleton_threshold", 0.0)
+        threshold = getattr(model, "mention_threshold", 0.0)
         out = []
         for b, item in enumerate(items):
             shift = item.window.span[0] - item.window.content_start  # window position -> document token

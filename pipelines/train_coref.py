@@ -12,21 +12,19 @@ model's positions (every LitBank document: at most 3,619 tokens with the MiniLM 
 is one window; a longer one becomes overlapping windows, each trained on the gold mentions
 that lie wholly inside it.
 
-Loss per window (Kirstain, Ram & Levy 2021, plus a mention term):
-  antecedents  the negative marginal log-likelihood of the gold antecedents of each kept
-               mention among the earlier kept mentions and the dummy (the dummy is gold for
-               a mention that starts its entity and for a span that is no mention), averaged
-               over the kept mentions. The gold mentions are always kept (`keep`), so every
-               gold link is seen from the first update, when the mention scores are still
-               random; the other kept spans are the top-scoring non-mentions, the hard
-               negatives that inference meets.
-  mentions     binary cross-entropy of every candidate span's mention score against "is a
-               gold mention", summed and divided by the window's tokens. The paper trains
-               the mention score only through the antecedent loss; the direct term makes
-               the score a calibrated "is a mention" logit, which is what decides one-mention
-               entities (`singleton_threshold`, 0 = probability 0.5), and it trains the
-               mention scorer from the start, where the antecedent loss alone gives it
-               little signal.
+Loss per window (after Kirstain, Ram & Levy 2021; see LongformerForCoreference for why f_m
+and f_a are trained apart):
+  mentions     binary cross-entropy of every candidate span's mention score f_m against "is
+               a gold mention", summed and divided by the window's tokens: f_m becomes a
+               calibrated "is a mention" logit, which picks the kept spans, and which decides
+               at inference which of them are mentions (`mention_threshold`, 0 = p 0.5).
+  antecedents  for each gold mention, the negative marginal log-likelihood of its gold
+               antecedents among the earlier gold mentions and the dummy (the dummy is gold
+               for the first mention of an entity, and for a one-mention entity), averaged
+               over the window's gold mentions. The gold mentions are always kept (`keep`),
+               so every gold link is seen from the first update. Linking is learnt among
+               mentions only, as it is used: kept spans that are no mentions are filtered
+               out by f_m before linking.
 The loss unit is the window (the trainer averages over windows).
 
 Validation: the held-out documents decoded exactly as `lfcli corefs --singletons` decodes
@@ -52,7 +50,7 @@ from .tasks import CorefTask, Item, batch_tensors, predict_rows
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
 # keeps the adapter + head of the MiniLM base under 5 MB (LoRA rank 16: 0.66M parameters,
 # the head 0.28M); 99.7% of LitBank's mentions are at most 30 sub-word tokens long.
-COREF_DEFAULTS = {"ffnn_size": 128, "max_span_width": 30, "top_lambda": 0.4, "singleton_threshold": 0.0}
+COREF_DEFAULTS = {"ffnn_size": 128, "max_span_width": 30, "top_lambda": 0.4, "mention_threshold": 0.0}
 CONLL_SUFFIXES = (".conll", "_conll")
 
 
@@ -247,9 +245,10 @@ class CorefTrainTask:
 
 
 def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weight: float = 1.0) -> torch.Tensor:
-    """Summed over the batch's windows: mean antecedent NLL over kept mentions + mention BCE
-    per token (see the module's docstring). `out` is LongformerForCoreference.score's
-    result, `gold` (B, n, W) the 1 + cluster of each gold span (0 = none)."""
+    """Summed over the batch's windows: the antecedent NLL averaged over the kept gold
+    mentions + the mention BCE per token (see the module's docstring). `out` is
+    LongformerForCoreference.score's result, `gold` (B, n, W) 1 + the cluster of each gold
+    span (0 = none)."""
     ms = out.mention_scores  # (B, n, W), -inf where no mention may be
     B, n, W = ms.shape
     gold = gold[:, :, :W]
@@ -260,13 +259,14 @@ def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weig
 
     flat = out.spans[..., 0] * W + (out.spans[..., 1] - out.spans[..., 0])  # (B, K) kept spans in ms
     cluster = gold.reshape(B, -1).gather(1, flat).masked_fill(~out.valid, 0)
-    pair = out.antecedent_scores.float()  # (B, K, K), -inf where not an allowed antecedent
-    same = (cluster[:, :, None] == cluster[:, None, :]) & (cluster[:, :, None] > 0) & torch.isfinite(pair)
+    mention = cluster > 0  # f_a links mentions: rows and columns are the gold mentions
+    pair = out.antecedent_scores.float().masked_fill(~mention[:, None, :], float("-inf"))  # (B, K, K)
+    same = (cluster[:, :, None] == cluster[:, None, :]) & mention[:, :, None] & torch.isfinite(pair)
     scores = torch.cat([torch.zeros_like(pair[:, :, :1]), pair], dim=-1)  # column 0: the dummy
     gold_mask = torch.cat([~same.any(dim=-1, keepdim=True), same], dim=-1)
     nll = torch.logsumexp(scores, dim=-1) - torch.logsumexp(scores.masked_fill(~gold_mask, float("-inf")), dim=-1)
-    kept = out.valid.float()
-    antecedent_loss = (nll * kept).sum(dim=1) / kept.sum(dim=1).clamp(min=1)
+    rows = mention.float()
+    antecedent_loss = (nll * rows).sum(dim=1) / rows.sum(dim=1).clamp(min=1)
     return (antecedent_loss + mention_weight * mention_loss).sum()
 
 

@@ -149,12 +149,16 @@ def test_decoding_turns_known_scores_into_clusters():
     pair[3, 0], pair[3, 1], pair[3, 2] = -1.0, -2.0, -0.5  # every antecedent below the dummy: no link
     pair[4, 1], pair[4, 2] = 0.5, 2.5  # 4 -> 2, so 0, 2, 4 are one entity
     pair[5, 0] = 9.0  # not a valid mention: ignored
-    mention = torch.tensor([1.0, -0.3, 0.2, 0.7, 0.1, 5.0])
+    mention = torch.tensor([1.0, -0.3, 0.2, 0.7, 0.1, 5.0])  # span 1 is no mention (below 0)
     assert decode_clusters(spans, valid, pair, mention) == [[(0, 0), (5, 5), (9, 9)], [(7, 8)]]
-    # a higher singleton threshold drops the lone mention; mention 1 (-0.3) is never one
-    assert decode_clusters(spans, valid, pair, mention, singleton_threshold=1.0) == [[(0, 0), (5, 5), (9, 9)]]
-    assert decode_clusters(spans, valid, pair, mention, singleton_threshold=-1.0) == [
-        [(0, 0), (5, 5), (9, 9)], [(2, 3)], [(7, 8)]]
+    # a span that is no mention is never an antecedent, however high its pair score
+    pair[4, 1] = 7.0
+    assert decode_clusters(spans, valid, pair, mention) == [[(0, 0), (5, 5), (9, 9)], [(7, 8)]]
+    # a higher mention threshold leaves spans 0 and 3, linked to nothing: one-mention entities
+    assert decode_clusters(spans, valid, pair, mention, mention_threshold=0.5) == [[(0, 0)], [(7, 8)]]
+    # a lower one makes span 1 a mention: 4 now links to it, and 1 has no antecedent itself
+    assert decode_clusters(spans, valid, pair, mention, mention_threshold=-1.0) == [
+        [(0, 0), (5, 5)], [(2, 3), (9, 9)], [(7, 8)]]
 
 
 def test_windows_merge_across_a_boundary(coref_dir):
