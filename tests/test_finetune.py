@@ -167,7 +167,8 @@ def test_finetune_qa_loss_goes_down_and_the_adapter_loads(base, tmp_path):
     data = squad_file(tmp_path / "squad.json", copies=4)
     out = tmp_path / "qa"
     config = TrainConfig(max_steps=30, lr=2e-2, batch_tokens=256, eval_every=10, log_every=1, patience=None)
-    summary = finetune("qa", [str(data)], str(out), model=str(base), train_config=config, validation_split=0.25, lora_rank=4)
+    summary = finetune("qa", [str(data)], str(out), model=str(base), train_config=config, validation_split=0.25, lora_rank=4,
+                       max_length=64)
     curve = losses(out)
     assert len(curve) == 30 and sum(curve[-5:]) / 5 < sum(curve[:5]) / 5 * 0.8
     assert (out / ADAPTER_CONFIG).is_file() and (out / ADAPTER_WEIGHTS).is_file() and not (out / "model.safetensors").exists()
@@ -182,6 +183,10 @@ def test_finetune_qa_loss_goes_down_and_the_adapter_loads(base, tmp_path):
     assert summary["best_score"] is not None and summary["updates"] == 30
     model = LongformerForQuestionAnswering.from_pretrained(out)
     assert not any(isinstance(m, LoraLinear) for m in model.modules())  # merged at load
+    from lfcli import Pipeline
+
+    assert Pipeline("qa", model=str(out)).max_length == 64  # inference windows of the training length
+    assert Pipeline("qa", model=str(out), max_length=100).max_length == 100
 
 
 def test_the_pinned_base_is_checked(base, tmp_path):
