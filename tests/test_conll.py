@@ -5,7 +5,6 @@ against their brat stand-off annotation when ../shared/data is here."""
 from __future__ import annotations
 
 import collections
-import os
 import re
 from pathlib import Path
 
@@ -13,17 +12,10 @@ import pytest
 
 from lfcli.pipelines.conll import parse_conll, read_conll, read_ids, select_documents
 from lfcli.pipelines.errors import InputError
+from shared_data import DATA  # noqa: E402
 
 
-def _shared_data() -> Path:
-    env = os.environ.get("LFCLI_SHARED")
-    if env:
-        base = Path(env).expanduser()
-        return base / "data" if (base / "data").is_dir() else base
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-LITBANK = _shared_data() / "litbank"
+LITBANK = DATA / "litbank"
 
 
 def need(path: Path) -> Path:

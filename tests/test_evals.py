@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -22,17 +21,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import eval_retrieval  # noqa: E402
 import eval_zeroshot  # noqa: E402
+from shared_data import DATA  # noqa: E402
 
 
-def _shared_data() -> Path:
-    env = os.environ.get("LFCLI_SHARED")
-    if env:
-        base = Path(env).expanduser()
-        return base / "data" if (base / "data").is_dir() else base
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-DATA = _shared_data()
 HYPERPARTISAN = DATA / "hyperpartisan"
 NOVELS = DATA / "litbank" / "original"
 

@@ -5,7 +5,6 @@ LitBank and SQuAD end to end when ../shared/data is here."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,25 +19,9 @@ from lfcli.pipelines.conll import read_conll
 from lfcli.pipelines.errors import InputError
 from lfcli.pipelines.evaluate import evaluate
 from lfcli.pipelines.metrics import coref_scores
+from shared_data import DATA, need  # noqa: E402
 
 runner = CliRunner()
-
-
-def _shared_data() -> Path:
-    env = os.environ.get("LFCLI_SHARED")
-    if env:
-        base = Path(env).expanduser()
-        return base / "data" if (base / "data").is_dir() else base
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-DATA = _shared_data()
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"{path} is missing: the shared data folder (../shared/data or $LFCLI_SHARED) is not here")
-    return path
 
 
 def invoke(*args):

@@ -10,10 +10,8 @@ counting, and the real files when ../shared/data is here.
 from __future__ import annotations
 
 import itertools
-import os
 import random
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
@@ -40,23 +38,7 @@ from lfcli.pipelines.metrics import (
     squad_f1,
     squad_scores,
 )
-
-
-def _shared_data() -> Path:
-    env = os.environ.get("LFCLI_SHARED")
-    if env:
-        base = Path(env).expanduser()
-        return base / "data" if (base / "data").is_dir() else base
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-DATA = _shared_data()
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"{path} is missing: the shared data folder (../shared/data or $LFCLI_SHARED) is not here")
-    return path
+from shared_data import DATA, need  # noqa: E402
 
 
 def clusters(spec: str) -> list[set[str]]:
