@@ -24,7 +24,9 @@ from .errors import InputError, UsageError
 from .policies import TASK_DEFAULTS, check_policy
 from .progress import note
 from .readers import Document
-from .tasks import ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask
+from .tasks import (
+    ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
+)
 from .tokenize import DocumentTokenizer
 
 TASKS = ("classify", "qa", "embed", "corefs")
@@ -249,27 +251,7 @@ class Pipeline:
 
     # -- model calls ----------------------------------------------------------------------
     def _tensors(self, items: list[Item]) -> dict:
-        import torch
-
-        n = max(len(it) for it in items)
-        pad = self.model.config.pad_token_id
-        ids = torch.full((len(items), n), pad, dtype=torch.long)
-        types = torch.zeros((len(items), n), dtype=torch.long)
-        mask = torch.zeros((len(items), n), dtype=torch.long)
-        glob = torch.zeros((len(items), n), dtype=torch.long)
-        for b, it in enumerate(items):
-            m = len(it)
-            ids[b, :m] = torch.tensor(it.window.input_ids)
-            types[b, :m] = torch.tensor(it.window.token_type_ids)
-            mask[b, :m] = 1
-            glob[b, it.global_positions] = 1
-        d = self.device
-        return {
-            "input_ids": ids.to(d),
-            "attention_mask": mask.to(d),
-            "global_attention_mask": glob.to(d),
-            "token_type_ids": types.to(d),
-        }
+        return batch_tensors(items, self.model.config.pad_token_id, self.device)
 
     def _forward(self, items: list[Item]) -> list[Any]:
         import torch

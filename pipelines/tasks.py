@@ -330,7 +330,6 @@ class QATask(Task):
         return prepared
 
     def forward(self, model, batch, items):
-
         start_logits, end_logits = model(**batch)
         out = []
         for b, item in enumerate(items):
