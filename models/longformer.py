@@ -513,8 +513,9 @@ class LongformerForCoreference(LongformerPreTrainedModel):
     (s = start, e = end).
 
     config.extra["coref"] sets ffnn_size (default: hidden size), max_span_width (30),
-    top_lambda (0.4) and mention_threshold (0: a kept span is a mention when f_m exceeds it;
-    see tasks.decode_clusters).
+    top_lambda (0.4), mention_threshold (0: a kept span is a mention when f_m exceeds it) and
+    link_threshold (0: a mention links to its best antecedent when f_a exceeds it, i.e.
+    beats the dummy); see tasks.decode_clusters.
     """
 
     def __init__(self, config: LongformerConfig):
@@ -524,6 +525,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         self.max_span_width = int(coref.get("max_span_width", 30))
         self.top_lambda = float(coref.get("top_lambda", 0.4))  # mentions kept per token
         self.mention_threshold = float(coref.get("mention_threshold", 0.0))
+        self.link_threshold = float(coref.get("link_threshold", 0.0))
         self.longformer = LongformerModel(config, add_pooling_layer=False)
         p = config.hidden_dropout_prob
         self.start_mention_mlp = CorefMLP(config.hidden_size, size, p)

@@ -382,14 +382,15 @@ def word_boundaries(tok: DocumentTokenizer, text: str, n: int) -> tuple[list[boo
     return starts, ends
 
 
-def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
+def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_threshold: float = 0.0,
+                    link_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
     """One window's entities from its scores (LongformerForCoreference.forward, one sample).
 
     The kept spans whose mention score exceeds `mention_threshold` (0: probability 0.5) are
     the mentions. Max-antecedent decoding among them: each mention links to its
-    best-scoring earlier mention when that beats the dummy antecedent (score 0), and links
-    chain into clusters; a mention that links to nothing and is not linked to is a
-    one-mention entity. Spans are (start, end) token positions, end inclusive; clusters in
+    best-scoring earlier mention when that beats the dummy antecedent (score 0; or
+    `link_threshold`, which trades merges for precision), and links chain into clusters;
+    a mention that links to nothing and is not linked to is a one-mention entity. Spans are (start, end) token positions, end inclusive; clusters in
     order of their first mention, mentions in text order (the model's order)."""
     import torch
 
@@ -399,7 +400,7 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_thr
     cluster_of: dict[int, int] = {}
     clusters: list[list[int]] = []
     for i in torch.nonzero(is_mention).flatten().tolist():
-        if float(best_score[i]) > 0:  # finite and above the dummy
+        if float(best_score[i]) > link_threshold:  # finite and above the dummy
             j = int(best[i])
             if j not in cluster_of:
                 cluster_of[j] = len(clusters)
@@ -458,11 +459,11 @@ class CorefTask(Task):
         masks = {k: v.to(device) for k, v in self.mention_masks(items, batch["input_ids"].shape[1]).items()}
         spans, valid, pair, mention_scores = model(**batch, **masks)
         spans, valid, pair, mention_scores = spans.cpu(), valid.cpu(), pair.float().cpu(), mention_scores.float().cpu()
-        threshold = getattr(model, "mention_threshold", 0.0)
+        thresholds = getattr(model, "mention_threshold", 0.0), getattr(model, "link_threshold", 0.0)
         out = []
         for b, item in enumerate(items):
             shift = item.window.span[0] - item.window.content_start  # window position -> document token
-            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], threshold)
+            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds)
             out.append([[(s + shift, e + shift) for s, e in c] for c in clusters])
         return out
 

@@ -151,6 +151,9 @@ def test_decoding_turns_known_scores_into_clusters():
     pair[5, 0] = 9.0  # not a valid mention: ignored
     mention = torch.tensor([1.0, -0.3, 0.2, 0.7, 0.1, 5.0])  # span 1 is no mention (below 0)
     assert decode_clusters(spans, valid, pair, mention) == [[(0, 0), (5, 5), (9, 9)], [(7, 8)]]
+    # a link threshold above 2.5 keeps 4 apart, above 3 keeps 2 apart too
+    assert decode_clusters(spans, valid, pair, mention, link_threshold=2.7) == [[(0, 0), (5, 5)], [(7, 8)], [(9, 9)]]
+    assert decode_clusters(spans, valid, pair, mention, link_threshold=3.0) == [[(0, 0)], [(5, 5)], [(7, 8)], [(9, 9)]]
     # a span that is no mention is never an antecedent, however high its pair score
     pair[4, 1] = 7.0
     assert decode_clusters(spans, valid, pair, mention) == [[(0, 0), (5, 5), (9, 9)], [(7, 8)]]
