@@ -390,8 +390,9 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_thr
     the mentions. Max-antecedent decoding among them: each mention links to its
     best-scoring earlier mention when that beats the dummy antecedent (score 0; or
     `link_threshold`, which trades merges for precision), and links chain into clusters;
-    a mention that links to nothing and is not linked to is a one-mention entity. Spans are (start, end) token positions, end inclusive; clusters in
-    order of their first mention, mentions in text order (the model's order)."""
+    a mention that links to nothing and is not linked to is a one-mention entity. Spans are
+    (start, end) token positions, end inclusive; clusters in order of their first mention,
+    mentions in text order (the model's order)."""
     import torch
 
     is_mention = valid.bool() & (mention_scores.float() > mention_threshold)
