@@ -33,9 +33,7 @@ def list_models() -> list[dict]:
         out.append(
             {
                 "name": name,
-                # the tasks it is the default of (the base: those without a bundled trained model)
-                "default": ", ".join(t for t in ("embed", "classify", "qa", "corefs") if default_model(t) == name)
-                if name == DEFAULT_MODEL else "",
+                "default": ", ".join(tasks) if name == DEFAULT_MODEL else "",  # the tasks it serves
                 "description": entry.description,
                 "available": bundled_available(name),
                 "built": is_built(name),
