@@ -307,6 +307,7 @@ def embed(
 def corefs(
     inputs: Inputs,
     output: Output = None, model: Model = None,
+    singletons: Annotated[bool, typer.Option("--singletons", help="Also report entities mentioned once (clusters of one span).")] = False,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
     device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
@@ -318,6 +319,7 @@ def corefs(
     def go():
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
                                   device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
+        pipe.update(singletons=singletons)
         _run_task("corefs", inputs, output, quiet, read, job, pipe)
 
     _guarded(go)

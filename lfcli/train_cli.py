@@ -124,3 +124,20 @@ def finetune_qa(
     _guarded(lambda: _run("qa", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
                           max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
                           quiet, negatives=negatives, max_eval=max_eval))
+
+
+@finetune_app.command("corefs")
+def finetune_corefs(
+    data: Data, output: Output, model: Model = None,
+    ids: Annotated[Optional[str], typer.Option("--ids", help="Train only on the documents listed in this file (one id per line, e.g. LitBank's train.ids).")] = None,
+    validation_ids: Annotated[Optional[str], typer.Option("--validation-ids", help="Validate on these documents (of --validation, else of DATA).")] = None,
+    validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
+    lr: Lr = None, batch_tokens: BatchTokens = 2048, max_length: MaxLength = None, global_: Global = None,
+    adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 3,
+    device: Device = "cpu", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
+):
+    """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
+    (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""
+    _guarded(lambda: _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
+                          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
+                          quiet, ids=ids, validation_ids=validation_ids))

@@ -287,4 +287,10 @@ def _report(problems: list[str], what: str, say) -> None:
         say(f"... and {len(problems) - 5} more {what}s skipped")
 
 
-TASKS = {"classify": setup_classify, "qa": setup_qa}
+def setup_corefs(**kwargs) -> Setup:
+    from .train_coref import setup_corefs as setup
+
+    return setup(**kwargs)
+
+
+TASKS = {"classify": setup_classify, "qa": setup_qa, "corefs": setup_corefs}

@@ -174,6 +174,7 @@ class Pipeline:
         top_k: int = 1,
         pooling: str | None = None,
         normalize: bool | None = None,
+        singletons: bool = False,
     ):
         import torch
 
@@ -243,7 +244,7 @@ class Pipeline:
         elif task == "qa":
             self.task = QATask(self.tokenizer, policy, question=question, top_k=top_k)
         else:
-            self.task = CorefTask(self.tokenizer, policy)
+            self.task = CorefTask(self.tokenizer, policy, singletons=singletons)
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.chunk_docs, self.chunk_seconds = chunk_docs, chunk_seconds
         self.stats = Stats()
