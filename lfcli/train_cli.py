@@ -141,3 +141,19 @@ def finetune_corefs(
     _guarded(lambda: _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
                           max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
                           quiet, ids=ids, validation_ids=validation_ids))
+
+
+@app.command("merge")
+def merge(
+    adapter: Annotated[str, typer.Argument(metavar="DIR", help="A folder `lfcli finetune` wrote with a LoRA adapter.")],
+    out: Annotated[str, typer.Argument(metavar="OUT", help="Where to write the full transformers-layout checkpoint.")],
+    force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty OUT folder.")] = False,
+):
+    """Merge a LoRA adapter into its base: a full checkpoint transformers loads (as --merge at training)."""
+
+    def go():
+        from lfcli.pipelines.finetune import merge_adapter
+
+        typer.echo(f"lfcli: wrote {merge_adapter(adapter, out, force=force)}", err=True)
+
+    _guarded(go)

@@ -124,6 +124,34 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
     return save
 
 
+def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
+    """`lfcli merge`: an adapter folder -> a full transformers-layout checkpoint (the adapter
+    merged into its base at load, then saved whole) with the tokenizer files."""
+    import json
+
+    from lfcli.models import ARCHITECTURES
+    from lfcli.models.checkpoint import is_adapter_folder, tokenizer_folder
+
+    source, target = Path(adapter), Path(out)
+    if not source.is_dir() or not is_adapter_folder(source):
+        raise InputError(f"{adapter}: not an adapter folder (adapter_config.json without full weights)")
+    if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
+        raise UsageError(f"{out} exists; pass --force to overwrite")
+    try:
+        name = json.loads((source / "config.json").read_text(encoding="utf-8"))["architectures"][0]
+        cls = ARCHITECTURES[name]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        raise InputError(f"{adapter}: config.json does not name a Longformer task architecture") from None
+    model = cls.from_pretrained(source)
+    (model.config.extra.get("lfcli") or {}).pop("adapter", None)
+    model.save_pretrained(target)
+    tokenizers = tokenizer_folder(source)
+    for name in TOKENIZER_FILES:
+        if (tokenizers / name).is_file():
+            shutil.copy2(tokenizers / name, target / name)
+    return target
+
+
 def fingerprint_of(parts: list) -> str:
     return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest()[:16]
 

@@ -233,6 +233,17 @@ def test_merged_checkpoint_loads_in_transformers_with_the_same_outputs(base, tmp
     assert (out / "model.safetensors").is_file() and not (out / ADAPTER_CONFIG).exists()
     ours = LongformerForSequenceClassification.from_pretrained(out)
     theirs = transformers.LongformerForSequenceClassification.from_pretrained(out).eval()
+    # `lfcli merge` on an adapter folder writes the same kind of checkpoint after training.
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    finetune("classify", [str(data)], str(tmp_path / "adapter"), model=str(base), lora_rank=2,
+             train_config=TrainConfig(max_steps=3, lr=1e-2, batch_tokens=200))
+    result = CliRunner().invoke(app, ["merge", str(tmp_path / "adapter"), str(tmp_path / "merged-later")])
+    assert result.exit_code == 0, result.output
+    later = transformers.LongformerForSequenceClassification.from_pretrained(tmp_path / "merged-later").eval()
+    adapter_model = LongformerForSequenceClassification.from_pretrained(tmp_path / "adapter")
     assert theirs.config.id2label == {0: "fiction", 1: "law"}
     ids = torch.randint(5, 250, (2, 50))
     glob = torch.zeros_like(ids)
@@ -240,6 +251,9 @@ def test_merged_checkpoint_loads_in_transformers_with_the_same_outputs(base, tmp
     with torch.no_grad():
         expected = theirs(input_ids=ids, global_attention_mask=glob).logits
     torch.testing.assert_close(ours(ids, global_attention_mask=glob), expected, rtol=1e-4, atol=1e-4)
+    with torch.no_grad():
+        torch.testing.assert_close(adapter_model(ids, global_attention_mask=glob),
+                                   later(input_ids=ids, global_attention_mask=glob).logits, rtol=1e-4, atol=1e-4)
 
 
 def test_cli_finetune_then_classify_and_qa(base, tmp_path):
