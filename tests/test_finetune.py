@@ -332,3 +332,19 @@ def test_bundled_qa_model_answers_out_of_the_box():
     for row in rows.values():
         assert "error" not in row or row["error"] is None
         assert 0 < row["score"] <= 1 and row["end"] > row["start"]
+
+
+def test_labelled_data_from_parquet_and_label_folders(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lfcli.pipelines.train_classify import read_labelled
+
+    pq.write_table(pa.table({"body": ["a law text", "a story", None], "tag": ["law", "fiction", "law"]}), tmp_path / "t.parquet")
+    docs, problems = read_labelled([str(tmp_path / "t.parquet")], text_column="body", label_column="tag")
+    assert [(d.text, d.label) for d in docs] == [("a law text", "law"), ("a story", "fiction")] and len(problems) == 1
+    for label, text in [("law", "The court held."), ("fiction", "It was a bright cold day.")]:
+        (tmp_path / "folder" / label).mkdir(parents=True)
+        (tmp_path / "folder" / label / "one.txt").write_text(text, encoding="utf-8")
+    docs, problems = read_labelled([str(tmp_path / "folder")])
+    assert sorted((d.id, d.label) for d in docs) == [("fiction/one.txt", "fiction"), ("law/one.txt", "law")] and not problems
