@@ -235,6 +235,10 @@ def _prepare(path: str, opts: _Options, multi: bool) -> Iterator[Document]:
     if fmt == "jsonl":
         _check_jsonl_file(path, path, opts)
         return _jsonl_file_documents(path, path, path if multi else None, opts)
+    from .semeval import is_articles_file, iter_articles
+
+    if opts.input_format == "auto" and is_articles_file(path):  # SemEval-2019 hyperpartisan articles
+        return iter_articles(path)
     return _text_file_documents(path, path, path, opts)
 
 

@@ -348,3 +348,13 @@ def test_labelled_data_from_parquet_and_label_folders(tmp_path):
         (tmp_path / "folder" / label / "one.txt").write_text(text, encoding="utf-8")
     docs, problems = read_labelled([str(tmp_path / "folder")])
     assert sorted((d.id, d.label) for d in docs) == [("fiction/one.txt", "fiction"), ("law/one.txt", "law")] and not problems
+
+
+def test_semeval_articles_xml_is_an_inference_input(tmp_path):
+    from lfcli.pipelines.readers import iter_documents
+
+    (tmp_path / "articles.xml").write_text(
+        '<?xml version="1.0"?><articles><article id="7" title="T"><p>Body.</p></article></articles>', encoding="utf-8")
+    (tmp_path / "notes.xml").write_text("<notes>plain xml is text</notes>", encoding="utf-8")
+    assert [(d.id, d.text) for d in iter_documents([str(tmp_path / "articles.xml")])] == [("7", "T\n\nBody.")]
+    assert [d.text for d in iter_documents([str(tmp_path / "notes.xml")])] == ["<notes>plain xml is text</notes>"]
