@@ -164,3 +164,14 @@ def make_batch(
 def max_abs_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
 
+
+
+@pytest.fixture
+def one_thread():
+    """One intra-op thread, for the training tests (`pytestmark = pytest.mark.usefixtures(
+    "one_thread")`): their models are small, and on a shared 2-core machine a second OpenMP
+    thread waiting for a busy core makes a step several times slower, not faster."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -14,7 +14,7 @@ import torch
 from checkpoints import make_checkpoint
 from lfcli.models import LongformerConfig, LongformerForCoreference
 from lfcli.pipelines.readers import Document
-from lfcli.pipelines.tasks import CorefTask, Prepared, decode_clusters
+from lfcli.pipelines.tasks import CorefTask, decode_clusters
 from lfcli.pipelines.tokenize import DocumentTokenizer
 from lfcli.pipelines.train_coref import (
     CorefTrainTask,
@@ -44,12 +44,7 @@ GOLD = [spans_of(TEXT, ("Elizabeth", 0), ("She", 0), ("Elizabeth", 1), ("she", 0
         spans_of(TEXT, ("The committee", 0))]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -27,12 +27,7 @@ from lfcli.pipelines.trainer import Stream, TrainConfig, plan_update
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -33,14 +33,7 @@ from lfcli.pipelines.trainer import STATE_DIR, STATE_FILE, SUMMARY_FILE, Stream,
 LITBANK = Path("/work/shared/data/litbank/original")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: these models are small, and on a shared 2-core machine a second
-    OpenMP thread waiting for a busy core makes a step several times slower, not faster."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
