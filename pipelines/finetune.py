@@ -27,30 +27,10 @@ from typing import Callable
 import torch
 
 from .errors import InputError, UsageError
-from .trainer import METRICS_FILE, STATE_DIR, SUMMARY_FILE, Dist, TrainConfig, train
+from .trainer import Dist, TrainConfig, check_output, clear_output, train
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt")
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
-
-
-def check_output(output: Path, resume: bool, force: bool) -> None:
-    if resume and force:
-        raise UsageError("--resume and --force contradict each other; pick one")
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"{output}: exists and is not a folder; the output of finetune is a model folder")
-    if output.is_dir() and any(output.iterdir()) and not (resume or force):
-        raise UsageError(f"{output}: exists and is not empty; pass --resume to continue the run there or --force to start over")
-
-
-def clear_output(output: Path) -> None:
-    """--force: remove what an earlier run wrote there (and nothing else)."""
-    if not output.is_dir():
-        return
-    for child in output.iterdir():
-        if child.name in (*MODEL_FILES, METRICS_FILE, SUMMARY_FILE):
-            child.unlink()
-        elif child.is_dir() and child.name in (STATE_DIR, f".tmp-{STATE_DIR}", ".tmp-best"):
-            shutil.rmtree(child, ignore_errors=True)
 
 
 def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
@@ -173,9 +153,9 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     config = train_config or TrainConfig()
     config.check()
     out = Path(output)
-    check_output(out, resume, force)
     base = model or DEFAULT_MODEL
     folder = resolve_model(base)
+    check_output(out, folder, resume, force, "finetune")
     dist = Dist(device)
 
     def say(message: str) -> None:
@@ -186,7 +166,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         setup = TASKS[task](folder=folder, data=data, validation=validation, validation_split=validation_split,
                             max_length=max_length, global_policy=global_policy, seed=config.seed, say=say, **task_options)
         if force and dist.main:
-            clear_output(out)
+            clear_output(out, MODEL_FILES)
         dist.barrier()
         net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
                           seed=config.seed, config_changes=setup.config_changes, say=say)

@@ -86,15 +86,16 @@ import torch
 from lfcli.models.convert import TOKENIZER_FILES  # the files a checkpoint folder carries along
 
 from .errors import InputError, UsageError
-from .trainer import METRICS_FILE, STATE_DIR, SUMMARY_FILE, Dist, TrainConfig, lr_factor, mix_seed, train, unit_hash
+from .trainer import (  # noqa: F401  (lr_factor: re-exported for older imports)
+    STATE_DIR, Dist, TrainConfig, check_output, clear_output, lr_factor, mix_seed, train, unit_hash,
+)
 
 __all__ = ["pretrain_continue", "lr_factor", "mask_tokens", "MaskVocab", "build_sequences", "split_heldout", "MLMTask"]
 
 LN2 = math.log(2.0)
 MIN_TAIL = 16  # a document's last piece is dropped when shorter (unless it is the whole document)
 # What a run writes to OUTPUT (removed by force=True before a new run; nothing else is).
-OUTPUT_FILES = ("config.json", "model.safetensors", METRICS_FILE, SUMMARY_FILE, *TOKENIZER_FILES)
-OUTPUT_DIRS = (STATE_DIR, f".tmp-{STATE_DIR}", ".tmp-best")
+OUTPUT_FILES = ("config.json", "model.safetensors", *TOKENIZER_FILES)  # what --force removes, with the trainer's files
 GLOBAL_FROM_LOCAL = (("query", "query_global"), ("key", "key_global"), ("value", "value_global"))
 
 
@@ -352,32 +353,6 @@ class MLMTask:
 
 
 # -- the output folder ------------------------------------------------------------------------
-def _check_output(output: Path, model_folder: Path, resume: bool, force: bool) -> None:
-    if resume and force:
-        raise UsageError("resume and force contradict each other; pick one")
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"{output}: exists and is not a folder; the output of pretrain-continue is a folder")
-    try:
-        same = output.exists() and output.resolve() == model_folder.resolve()
-    except OSError:
-        same = False
-    if same:
-        raise UsageError(f"{output}: is the model folder itself; write the trained model to another folder")
-    if output.is_dir() and any(output.iterdir()) and not (resume or force):
-        raise UsageError(f"{output}: exists and is not empty; pass --resume to continue the run there or --force to start over")
-
-
-def _clear_output(output: Path) -> None:
-    """force=True: remove what an earlier run wrote there, and nothing else."""
-    if not output.is_dir():
-        return
-    for child in output.iterdir():
-        if child.is_dir() and child.name in OUTPUT_DIRS:
-            shutil.rmtree(child, ignore_errors=True)
-        elif child.is_file() and child.name in OUTPUT_FILES:
-            child.unlink()
-
-
 def _echo(record: dict) -> None:
     """Messages and evaluations on stderr, above the trainer's bar, when the caller gives no
     `log` (the CLI on a terminal)."""
@@ -464,7 +439,7 @@ def pretrain_continue(
 
     folder = resolve_model(model)
     out = Path(output)
-    _check_output(out, folder, resume, force)
+    check_output(out, folder, resume, force, "pretrain-continue")
     dist = Dist(device)
     sink = log or (_echo if progress and sys.stderr.isatty() else None)
 
@@ -532,7 +507,7 @@ def pretrain_continue(
         if resume and not (out / STATE_DIR).is_dir():
             say(f"{out}: no resume state there; starting at update 0")
         if force and dist.main:
-            _clear_output(out)
+            clear_output(out, OUTPUT_FILES)
         dist.barrier()  # every process has checked the output before rank 0 writes anything
 
         # ---- model and task ----

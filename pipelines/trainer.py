@@ -214,6 +214,36 @@ def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas
     return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
 
 
+# -- the output folder's rules, the same for every training command ---------------------------------
+def check_output(output: Path, model_folder: Path, resume: bool, force: bool, command: str) -> None:
+    """Refuse an output folder a run must not write into: a file, the base model's own
+    folder, or an earlier run's folder without --resume or --force."""
+    if resume and force:
+        raise UsageError("--resume and --force contradict each other; pick one")
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"{output}: exists and is not a folder; the output of {command} is a model folder")
+    try:
+        same = output.exists() and output.resolve() == Path(model_folder).resolve()
+    except OSError:
+        same = False
+    if same:
+        raise UsageError(f"{output}: is the model folder itself; write the trained model to another folder")
+    if output.is_dir() and any(output.iterdir()) and not (resume or force):
+        raise UsageError(f"{output}: exists and is not empty; pass --resume to continue the run there or --force to start over")
+
+
+def clear_output(output: Path, files: Sequence[str]) -> None:
+    """--force: remove what an earlier run wrote there (its `files`, the trainer's own files
+    and folders), and nothing else."""
+    if not output.is_dir():
+        return
+    for child in output.iterdir():
+        if child.is_file() and child.name in (*files, METRICS_FILE, SUMMARY_FILE):
+            child.unlink()
+        elif child.is_dir() and child.name in (STATE_DIR, f".tmp-{STATE_DIR}", ".tmp-best"):
+            shutil.rmtree(child, ignore_errors=True)
+
+
 # -- what a task supplies ------------------------------------------------------------------------
 class TrainTask(Protocol):
     """The task-specific parts. `examples` are anything with a token count `len(example)`."""
