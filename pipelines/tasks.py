@@ -260,6 +260,14 @@ def batch_tensors(items: list[Item], pad_id: int, device=None) -> dict:
     return {k: v.to(device) for k, v in out.items()} if device is not None else out
 
 
+MODEL_INPUTS = ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids")
+
+
+def model_inputs(batch: dict) -> dict:
+    """The model's inputs out of a training batch that also carries targets."""
+    return {k: batch[k] for k in MODEL_INPUTS}
+
+
 def predict_rows(model, task: "Task", docs: list[Document], pad_id: int, max_tokens: int = 16384, max_batch: int = 32) -> list[dict]:
     """Run an in-memory model over documents with a task (prepare, forward, finish), windows
     batched longest first under a token budget: what `lfcli TASK` does, for evaluating a

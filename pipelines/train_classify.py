@@ -29,7 +29,7 @@ import torch
 
 from .errors import InputError, UsageError
 from .readers import Document, iter_documents
-from .tasks import ClassifyTask, Item, batch_tensors, predict_rows
+from .tasks import ClassifyTask, Item, batch_tensors, model_inputs, predict_rows
 
 
 @dataclass
@@ -138,8 +138,7 @@ class ClassifyTrainTask:
         return float(batch["labels"].numel())
 
     def loss(self, model, batch: dict) -> torch.Tensor:
-        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids")}
-        logits = model(**inputs).float()
+        logits = model(**model_inputs(batch)).float()
         weight = self.class_weights.to(logits.device) if self.class_weights is not None else None
         # Summed per window (the class weight scales each window's term); the trainer divides
         # by the update's window count.

@@ -30,7 +30,7 @@ import torch
 from .errors import InputError
 from .metrics import squad_scores
 from .readers import Document, iter_documents
-from .tasks import Item, QATask, batch_tensors, predict_rows
+from .tasks import Item, QATask, batch_tensors, model_inputs, predict_rows
 
 
 @dataclass
@@ -66,13 +66,17 @@ def read_squad_json(path: Path) -> tuple[list[QARecord], list[str]]:
             context = paragraph.get("context")
             for qa in paragraph.get("qas", []):
                 qid = str(qa.get("id", f"{title}:{len(records)}"))
-                record = QARecord(qid, context, qa.get("question"), qa.get("answers") or [], title)
-                problem = check_record(record)
-                if problem:
-                    problems.append(f"{qid}: {problem}")
-                else:
-                    records.append(record)
+                _keep(QARecord(qid, context, qa.get("question"), qa.get("answers") or [], title), records, problems)
     return records, problems
+
+
+def _keep(record: QARecord, records: list[QARecord], problems: list[str]) -> None:
+    """Add a usable record to `records`, else its one-line problem to `problems`."""
+    problem = check_record(record)
+    if problem:
+        problems.append(f"{record.id}: {problem}")
+    else:
+        records.append(record)
 
 
 def check_record(r: QARecord) -> str | None:
@@ -115,12 +119,7 @@ def read_qa_records(inputs: list[str], text_column: str | None = None, id_column
             answers = doc.fields.get("answers")
             if isinstance(answers, dict) and "text" in answers:  # columnar {text: [...], answer_start: [...]}
                 answers = [{"text": t, "answer_start": s} for t, s in zip(answers["text"], answers["answer_start"])]
-            record = QARecord(doc.id, doc.text, doc.fields.get("question"), list(answers or []), article=doc.id)
-            problem = check_record(record)
-            if problem:
-                problems.append(f"{doc.id}: {problem}")
-            else:
-                records.append(record)
+            _keep(QARecord(doc.id, doc.text, doc.fields.get("question"), list(answers or []), article=doc.id), records, problems)
     return records, problems
 
 
@@ -211,8 +210,7 @@ class QATrainTask:
         return float(batch["start_positions"].numel())
 
     def loss(self, model, batch: dict) -> torch.Tensor:
-        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids")}
-        start_logits, end_logits = model(**inputs)
+        start_logits, end_logits = model(**model_inputs(batch))
         neg = torch.finfo(torch.float32).min
         start_logits = start_logits.float().masked_fill(~batch["allowed"], neg)
         end_logits = end_logits.float().masked_fill(~batch["allowed"], neg)
