@@ -11,7 +11,6 @@ is constant, so time per token should stay flat; the ratio column is relative to
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import torch

@@ -110,21 +110,15 @@ def flop_counts(n: int, batch: int, cfg: dict, rank: int = LORA_RANK) -> dict:
 # models and steps
 # ---------------------------------------------------------------------------------------
 def native_bf16(device: torch.device) -> tuple[bool, str]:
-    """(bf16 runs natively here, a sentence saying why or why not)."""
+    """(bf16 runs natively here, a sentence saying why or why not): lfcli's own test, the one
+    `--dtype auto` and the trainer's autocast use."""
+    from lfcli.pipelines.precision import cpu_has_native_bf16
+
     if device.type == "cuda":
         return True, "CUDA"
-    flags: set[str] = set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    except OSError:
-        pass
-    found = sorted(flags & {"avx512_bf16", "amx_bf16", "amx_tile"})
-    if {"avx512_bf16", "amx_bf16"} & flags:
-        return True, "CPU flags " + ", ".join(found)
-    return False, "this CPU has no native bf16 (neither avx512_bf16 nor amx_bf16 in /proc/cpuinfo): bf16 is emulated"
+    if cpu_has_native_bf16():
+        return True, "native bf16 (AVX512_BF16 / AMX)"
+    return False, "this CPU has no native bf16 (no AVX512_BF16 / AMX): bf16 is emulated"
 
 
 def save_random_model(config_kwargs: dict, folder: Path) -> None:

@@ -152,26 +152,33 @@ def _banded(
 
 
 def _can_merge_columns_after(q, k, v, dropout_p: float) -> bool:
-    """In fp32 inference on the CPU the global columns can be merged after the band by their
-    log-sum-exp, which needs the fused kernel's LSE: only its CPU op returns it, and autograd
-    does not differentiate through it. Training keeps the joined softmax."""
+    """In inference on the CPU (fp32 or bf16) the global columns can be merged after the band
+    by their log-sum-exp, which needs the fused kernel's LSE: only its CPU op returns it (in
+    fp32 for both dtypes), and autograd does not differentiate through it. Training keeps the
+    joined softmax."""
     needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
-    return q.device.type == "cpu" and q.dtype == torch.float32 and dropout_p == 0.0 and not needs_grad
+    return q.device.type == "cpu" and q.dtype in (torch.float32, torch.bfloat16) and dropout_p == 0.0 and not needs_grad
 
 
 def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out):
     """One softmax over [columns | band] from two, written to `out`. o_band (L, H, D) and
     lse_band (L, H) come from the band; q (L, H, D); k_cols, v_cols (G, H, D). The band's share
     of the probability mass is exp(lse_band) / (exp(lse_band) + exp(lse_cols))
-    = sigmoid(lse_band - lse_cols)."""
-    scores = torch.einsum("lhd,ghd->lhg", q, k_cols)  # (L, H, G): G is small
-    scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
-    if k_cols.shape[0] == 1:  # one column: its softmax is 1, its output is v itself
-        lse_cols, o_cols = scores[..., 0], v_cols[0].expand_as(o_band)
-    else:
-        lse_cols = torch.logsumexp(scores, dim=-1)
-        o_cols = torch.einsum("lhg,ghd->lhd", torch.exp(scores - lse_cols[..., None]), v_cols)
-    return torch.lerp(o_cols, o_band, torch.sigmoid(lse_band - lse_cols)[..., None], out=out)
+    = sigmoid(lse_band - lse_cols). The merge runs in fp32 whatever the dtype (the band's LSE
+    is fp32 already): in bf16 a difference of log-sum-exps would keep only 2-3 digits."""
+    with torch.autocast(q.device.type, enabled=False):  # autocast would run the einsums in bf16 again
+        q, k_cols, v_cols = q.float(), k_cols.float(), v_cols.float()  # no copies in fp32
+        scores = torch.einsum("lhd,ghd->lhg", q, k_cols)  # (L, H, G): G is small
+        scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
+        if k_cols.shape[0] == 1:  # one column: its softmax is 1, its output is v itself
+            lse_cols, o_cols = scores[..., 0], v_cols[0].expand(o_band.shape)
+        else:
+            lse_cols = torch.logsumexp(scores, dim=-1)
+            o_cols = torch.einsum("lhg,ghd->lhd", torch.exp(scores - lse_cols[..., None]), v_cols)
+        weight = torch.sigmoid(lse_band - lse_cols)[..., None]
+        if out.dtype == o_band.dtype == torch.float32:
+            return torch.lerp(o_cols, o_band, weight, out=out)
+        return out.copy_(torch.lerp(o_cols, o_band.float(), weight))  # bf16, or mixed under autocast
 
 
 def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:

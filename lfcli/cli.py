@@ -82,7 +82,7 @@ BatchSize = Annotated[int, typer.Option("--batch-size", "-b", help="Most windows
 MaxTokens = Annotated[int, typer.Option("--max-tokens", "-t", help="Token budget per batch (longest window x batch size).")]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]
 Device = Annotated[str, typer.Option("--device", "-d", help="auto (CUDA when there is a GPU, else cpu), cpu, cuda, cuda:1, ...")]
-Dtype = Annotated[str, typer.Option("--dtype", help="float32, bfloat16 or float16.")]
+Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a CPU with native bf16, else float32; `lfcli --version --verbose` says which), float32, bfloat16 or float16.")]
 Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
 Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
 Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file (and an unfinished run's rows).")]
@@ -97,12 +97,39 @@ RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output:
 def _version(value: bool):
     if value:
         typer.echo(f"lfcli {__version__}")
+        # --version is eager (it answers before anything else is parsed), so --verbose is read
+        # from the command line here.
+        if {"--verbose", "-v"} & set(sys.argv[1:]):
+            typer.echo(_machine_line())
         raise typer.Exit()
+
+
+def _machine_line() -> str:
+    """torch, the CPU, and the floating-point path `--dtype auto` takes on it."""
+    import platform
+
+    import torch
+
+    from lfcli.pipelines.precision import describe_auto
+
+    cpu = next((line.split(":", 1)[1].strip() for line in _read_lines("/proc/cpuinfo") if line.startswith("model name")),
+               platform.processor() or platform.machine())
+    cuda = f", CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
+    return f"torch {torch.__version__}, {cpu}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
 
 
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="With --version: also torch, the CPU and the dtype `--dtype auto` runs here.")] = False,
 ):
     """Longformer over long documents from the shell."""
 
@@ -240,7 +267,7 @@ def classify(
     temperature: Annotated[float, typer.Option("--temperature", help="Zero-shot softmax temperature over cosine similarities.")] = 0.05,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -265,7 +292,7 @@ def qa(
     output: Output = None, model: Model = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -288,7 +315,7 @@ def embed(
     normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="L2-normalise (default: the model's, else yes).")] = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -310,7 +337,7 @@ def corefs(
     singletons: Annotated[bool, typer.Option("--singletons", help="Also report entities mentioned once (clusters of one span).")] = False,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "auto", dtype: Dtype = "float32", attention_backend: Backend = None, global_: Global = None,
+    device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
 ):
@@ -344,6 +371,7 @@ def models():
                 if m.get(key):
                     typer.echo(f"    {key.replace('_', ' ')}: {m[key]}")
             typer.echo(f"    {status}")
+        typer.echo(_machine_line())
 
     _guarded(go)
 

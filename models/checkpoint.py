@@ -232,8 +232,10 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
                 module.apply(model._init_weights)
     model.tie_weights()
     model.eval()
-    if dtype is not None or device is not None:
-        model.to(device=device, dtype=dtype)
+    if device is not None:
+        model.to(device=device)
+    if dtype is not None:
+        model.set_inference_dtype(dtype)
     return model
 
 

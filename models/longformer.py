@@ -278,6 +278,8 @@ class LongformerPreTrainedModel(nn.Module):
         # An explicit backend choice (CLI flag / API argument); None defers to the env var,
         # then to config.attention_backend. See lfcli.kernels.attention.
         self.attention_backend: str | None = None
+        # Set by set_inference_dtype when the encoder runs in 16 bits and the head in fp32.
+        self.head_dtype: torch.dtype | None = None
 
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range
@@ -290,6 +292,29 @@ class LongformerPreTrainedModel(nn.Module):
         elif isinstance(module, nn.LayerNorm):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
+
+    # Whether the task head may stay fp32 under a 16-bit encoder; not the MLM head, whose
+    # decoder shares its weight with the (16-bit) word embeddings.
+    fp32_head = True
+
+    def set_inference_dtype(self, dtype: torch.dtype):
+        """The encoder in `dtype`. Under a 16-bit encoder a task head stays fp32 and gets the
+        encoder's output in fp32 (`encode`): the head is a few percent of the FLOPs, and its
+        scores are compared with each other (QA span margins, coreference links against the
+        dummy's 0, label probabilities), where bf16's 8 bits of mantissa flip close calls."""
+        self.to(dtype=dtype)
+        self.head_dtype = None
+        if dtype in (torch.bfloat16, torch.float16) and self.fp32_head and self.base_model_prefix:
+            for name, child in self.named_children():
+                if name != self.base_model_prefix:
+                    child.float()
+            self.head_dtype = torch.float32
+        return self
+
+    def encode(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None) -> torch.Tensor:
+        """The encoder's last hidden states, in the head's dtype (see set_inference_dtype)."""
+        hidden = self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids)
+        return hidden if self.head_dtype is None else hidden.to(self.head_dtype)
 
     def post_init(self) -> None:
         self.apply(self._init_weights)
@@ -369,6 +394,8 @@ class LongformerLMHead(nn.Module):
 class LongformerForMaskedLM(LongformerPreTrainedModel):
     """MLM head; no automatic global attention (pretraining uses none)."""
 
+    fp32_head = False
+
     def __init__(self, config: LongformerConfig):
         super().__init__(config)
         self.longformer = LongformerModel(config, add_pooling_layer=False)
@@ -408,7 +435,7 @@ class LongformerForSequenceClassification(LongformerPreTrainedModel):
         if global_attention_mask is None:
             global_attention_mask = torch.zeros_like(input_ids)
             global_attention_mask[:, 0] = 1
-        return self.classifier(self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids))
+        return self.classifier(self.encode(input_ids, attention_mask, global_attention_mask, token_type_ids))
 
 
 def question_global_attention_mask(input_ids: torch.Tensor, sep_token_id: int) -> torch.Tensor:
@@ -435,7 +462,7 @@ class LongformerForQuestionAnswering(LongformerPreTrainedModel):
     def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None):
         if global_attention_mask is None:
             global_attention_mask = question_global_attention_mask(input_ids, self.config.sep_token_id)
-        logits = self.qa_outputs(self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids))
+        logits = self.qa_outputs(self.encode(input_ids, attention_mask, global_attention_mask, token_type_ids))
         start_logits, end_logits = logits.unbind(dim=-1)
         return start_logits, end_logits
 
@@ -451,7 +478,7 @@ class LongformerForTokenClassification(LongformerPreTrainedModel):
         self.post_init()
 
     def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None):
-        hidden = self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids)
+        hidden = self.encode(input_ids, attention_mask, global_attention_mask, token_type_ids)
         return self.classifier(self.dropout(hidden))
 
 
@@ -565,7 +592,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         mention_mask; e.g. the first and last sub-word of words). keep (B, n, W) bool: spans
         kept whatever their score (training: the gold mentions, so that the antecedent loss
         sees every gold link from the first update)."""
-        hidden = self.longformer(input_ids, attention_mask, global_attention_mask, token_type_ids)
+        hidden = self.encode(input_ids, attention_mask, global_attention_mask, token_type_ids)
         B, n, _ = hidden.shape
         if mention_mask is None:
             mention_mask = attention_mask.bool() if attention_mask is not None else torch.ones_like(input_ids, dtype=torch.bool)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .errors import InputError, UsageError
 from .policies import TASK_DEFAULTS, check_policy
+from .precision import DTYPES, resolve_dtype
 from .progress import note
 from .readers import Document
 from .tasks import (
@@ -36,7 +37,6 @@ HEAD_ADVICE = {
     "corefs": "Pass -m with a coreference checkpoint, or train one with `lfcli finetune corefs`",
     "embed": "",
 }
-DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16"}
 POOLINGS = ("mean", "cls")
 # Windows shorter than this are legal but slow: a long document becomes thousands of calls.
 SHORT_WINDOW = 64
@@ -83,7 +83,7 @@ def check_options(
     task: str,
     *,
     device: str = "auto",
-    dtype: str = "float32",
+    dtype: str = "auto",
     attention_backend: str | None = None,
     max_length: int | None = None,
     batch_size: int = 8,
@@ -103,7 +103,7 @@ def check_options(
     if max_length is not None and max_length < 1:
         raise UsageError("--max-length must be positive")
     if dtype not in DTYPES:
-        raise UsageError(f"--dtype {dtype!r}: choose float32, bfloat16 or float16")
+        raise UsageError(f"--dtype {dtype!r}: choose auto, float32, bfloat16 or float16")
     if pooling is not None and pooling not in POOLINGS:
         raise UsageError(f"--pooling {pooling!r}: choose mean or cls")
     if top_k < 1:
@@ -160,7 +160,7 @@ class Pipeline:
         model: str | None = None,
         *,
         device: str = "auto",
-        dtype: str = "float32",
+        dtype: str = "auto",
         attention_backend: str | None = None,
         max_length: int | None = None,
         batch_size: int = 8,
@@ -208,7 +208,7 @@ class Pipeline:
         }[task]
         try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
-                self.folder, dtype=getattr(torch, DTYPES[dtype]), device=torch_device
+                self.folder, dtype=resolve_dtype(dtype, torch_device), device=torch_device
             )
         except MissingHead as exc:
             raise InputError(f"{exc}. {HEAD_ADVICE[task]}") from None
