@@ -13,8 +13,9 @@ SQuAD v1.1 EM and F1 (official normalisation, max over the gold answers), with t
 questions. Articles are long, so `--article-questions` caps how many questions (the first N
 of each held-out article, in order) are asked of whole articles.
 
-    python benchmarks/eval_qa.py -m lfcli/data/models/minilm-l6-long-squad
+    python benchmarks/eval_qa.py                       # the bundled minilm-l6-long-squad
     python benchmarks/eval_qa.py -m DIR --max-length 512 --article-questions 100
+    python benchmarks/eval_qa.py --quick --dtype float32   # 100 + 10 questions (under a minute)
 """
 
 from __future__ import annotations
@@ -66,15 +67,21 @@ def run(pipe, records) -> tuple[dict, float]:
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-m", "--model", required=True, help="QA model folder or bundled name")
+    parser.add_argument("-m", "--model", default="minilm-l6-long-squad", help="QA model folder or bundled name")
+    parser.add_argument("--quick", action="store_true", help="100 paragraph and 10 article questions (under a minute)")
+    parser.add_argument("--dtype", default="auto", help="as lfcli qa --dtype (auto: bf16 on a CPU with native bf16)")
     parser.add_argument("--data", default=None, help="SQuAD JSON (default: ../shared/data/" + SQUAD + ")")
     parser.add_argument("--validation-split", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-length", type=int, default=None, help="window length for lfcli qa (default: the model's)")
-    parser.add_argument("--article-questions", type=int, default=300, help="questions asked of whole articles (0: none)")
+    parser.add_argument("--article-questions", type=int, default=None, help="questions asked of whole articles (0: none; default 300, quick 10)")
     parser.add_argument("--limit", type=int, default=None, help="paragraph-level questions (default: all held out)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.limit = args.limit or 100
+    if args.article_questions is None:
+        args.article_questions = 10 if args.quick else 300
 
     import lfcli
     from lfcli.pipelines.train_qa import read_squad_json, split_by_article
@@ -85,10 +92,11 @@ def main(argv=None) -> dict:
     records, _ = read_squad_json(data)
     _, validation = split_by_article(records, args.validation_split, args.seed)
     paragraph = validation[: args.limit] if args.limit else validation
-    pipe = lfcli.Pipeline("qa", model=args.model, max_length=args.max_length)
-    print(f"model {args.model}, window {pipe.max_length} tokens; held-out articles: "
+    pipe = lfcli.Pipeline("qa", model=args.model, max_length=args.max_length, dtype=args.dtype)
+    dtype = next(pipe.model.parameters()).dtype
+    print(f"model {args.model} ({dtype}), window {pipe.max_length} tokens; held-out articles: "
           f"{sorted({r.article for r in validation})}", file=sys.stderr)
-    results = {"model": args.model, "max_length": pipe.max_length, "machine": common.machine_info(common.resolve_device("cpu"))}
+    results = {"model": args.model, "max_length": pipe.max_length, "dtype": str(dtype), "machine": common.machine_info(common.resolve_device("cpu"))}
     scores, dt = run(pipe, paragraph)
     results["paragraph"] = {**scores, "seconds": dt}
     print(f"paragraph: EM {scores['exact_match']:.1f}  F1 {scores['f1']:.1f}  (n = {scores['n']}, {dt:.0f} s)")

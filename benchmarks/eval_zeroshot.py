@@ -21,7 +21,8 @@ hyperpartisan, NLL = log loss of p(hyperpartisan) at temperature T.
 
     python benchmarks/eval_zeroshot.py                     # all 645 articles, bundled model
     python benchmarks/eval_zeroshot.py --baselines         # + short MiniLM chunk-and-average and first-256-tokens
-    python benchmarks/eval_zeroshot.py --limit 40          # quick run on 40 articles
+    python benchmarks/eval_zeroshot.py --limit 40          # 40 articles
+    python benchmarks/eval_zeroshot.py --quick             # 24 articles (under a minute)
     python benchmarks/eval_zeroshot.py --json out/zeroshot.json
 
 Data: $LFCLI_SHARED/data/hyperpartisan (or $LFCLI_SHARED/hyperpartisan), else
@@ -237,6 +238,7 @@ def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=None, help="the hyperpartisan folder (default: shared data)")
     p.add_argument("--limit", type=int, default=None, help="a stratified subset of N articles (quick run)")
+    p.add_argument("--quick", action="store_true", help="--limit 24 --check 2 (under a minute)")
     p.add_argument("--baselines", action="store_true", help="also the short MiniLM: chunk-and-average and first 256 tokens")
     p.add_argument("--methods", default=None, help="comma list of " + ", ".join(METHODS) + " (default long, or all with --baselines)")
     p.add_argument("--seed", type=int, default=0, help="seed of the A/B split")
@@ -245,6 +247,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
+    if args.quick:
+        args.limit, args.check = args.limit or 24, min(args.check, 2)
     if args.threads:
         torch.set_num_threads(args.threads)
     folder = args.data or common.shared_data_dir() / "hyperpartisan"

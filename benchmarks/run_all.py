@@ -1,7 +1,7 @@
 """Run every lfcli benchmark in one go and collect the results.
 
     python benchmarks/run_all.py                 # full runs (~13 min on 2 CPU cores, + ~25 min for train_speed)
-    python benchmarks/run_all.py --quick         # small shapes, fewer repeats
+    python benchmarks/run_all.py --quick         # small shapes, fewer repeats, and the quality evaluations' --quick
     python benchmarks/run_all.py --out DIR       # results.json, report.txt, per-benchmark JSON and PNG plots
 
 Each benchmark runs in its own process (a crash or the OOM killer stops only that one).
@@ -26,7 +26,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import common  # noqa: E402
 
-BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder", "train_speed")
+BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder", "train_speed", "dtype")
+# Quality evaluations: their full runs take from minutes to hours (cv_classify trains k
+# models), so they run with --quick, or in full when named in --only.
+EVALUATIONS = ("eval_qa", "eval_zeroshot", "eval_retrieval", "cv_classify")
 TRITON_WINDOWS = (128, 256, 512, 1024)
 TRITON_N = 16384
 TRITON_BLOCKS = ((64, 32), (64, 64), (128, 64), (128, 128))
@@ -110,14 +113,14 @@ def main(argv=None) -> dict:
     p.add_argument("--tiny", action="store_true", help="forwarded: tiny shapes, only checks that everything runs")
     p.add_argument("--out", default=str(HERE / "out"), help="output folder (default benchmarks/out/)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS)}")
+    p.add_argument("--only", default=None, help=f"comma-separated subset of {','.join(BENCHMARKS + EVALUATIONS)}")
     p.add_argument("--repeats", type=int, default=None, help="forwarded to every benchmark")
     p.add_argument("--no-plots", action="store_true")
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = args.only.split(",") if args.only else list(BENCHMARKS)
-    unknown = set(names) - set(BENCHMARKS)
+    names = args.only.split(",") if args.only else list(BENCHMARKS) + (list(EVALUATIONS) if args.quick else [])
+    unknown = set(names) - set(BENCHMARKS + EVALUATIONS)
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
 
@@ -128,11 +131,12 @@ def main(argv=None) -> dict:
     with contextlib.redirect_stdout(Tee(sys.stdout, report)):
         print(f"lfcli benchmarks ({results['mode']}), load average {results['load_average_start']}, output in {out}")
         for name in names:
-            flags = ["--device", args.device, "--json", str(out / f"{name}.json")]
-            flags += ["--quick"] if args.quick else []
-            flags += ["--tiny"] if args.tiny else []
-            flags += ["--repeats", str(args.repeats)] if args.repeats else []
-            flags += [] if args.no_plots else ["--plot", str(out / f"{name}.png")]
+            flags = ["--json", str(out / f"{name}.json")] + (["--quick"] if args.quick else [])
+            if name in BENCHMARKS:  # the evaluations take only --quick and --json
+                flags += ["--device", args.device]
+                flags += ["--tiny"] if args.tiny else []
+                flags += ["--repeats", str(args.repeats)] if args.repeats else []
+                flags += [] if args.no_plots else ["--plot", str(out / f"{name}.png")]
             t0 = time.perf_counter()
             results["benchmarks"][name] = run_one(name, flags, out / f"{name}.json")
             print(f"[{name}: {time.perf_counter() - t0:.0f}s]", flush=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -62,7 +61,7 @@ class LfcliEmbedder:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=max_tokens)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the longest in the batch
-        self.model = LongformerModel.from_pretrained(folder).to(device=device, dtype=dtype).eval()
+        self.model = LongformerModel.from_pretrained(folder, dtype=dtype, device=device).eval()
         self.device = device
 
     @torch.inference_mode()
@@ -72,7 +71,7 @@ class LfcliEmbedder:
             enc = self.tokenizer.encode_batch(texts[start : start + batch_size])
             ids = torch.tensor([e.ids for e in enc], device=self.device)
             mask = torch.tensor([e.attention_mask for e in enc], device=self.device)
-            hidden = self.model(ids, attention_mask=mask)
+            hidden = self.model(ids, attention_mask=mask).float()  # pooled in fp32, as lfcli embed does
             m = mask[..., None].to(hidden.dtype)
             pooled = (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
             out.append(F.normalize(pooled.float(), dim=-1))
