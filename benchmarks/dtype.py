@@ -86,7 +86,13 @@ def attention_part(n: int, dtypes, device, warmup, repeats, tiny: bool, anchors:
         runs[("transformers", "fp32")] = attention.build_case("transformers", n, torch.float32, device, shape, None)()
     flops = common.attention_flops(n, shape["hidden"], shape["heads"], shape["window"])
     h = shape["hidden"]
-    return timed_part(f"attention {n}", runs, flops, (n, h, h), dtypes, device, warmup, repeats, n, "tokens/s")
+    with torch.inference_mode():
+        ref = runs[("lfcli", "fp32")]().float()
+        cos = {dt: F.cosine_similarity(runs[("lfcli", dt)]().float()[0], ref[0], dim=-1).min().item() for dt in dtypes}
+    rows = timed_part(f"attention {n}", runs, flops, (n, h, h), dtypes, device, warmup, repeats, n, "tokens/s")
+    for r in rows:
+        r["min_cosine_to_fp32"] = cos.get(r["dtype"]) if r["impl"] == "lfcli" else None
+    return rows
 
 
 def encoder_part(n: int, layers: int, dtypes, device, warmup, repeats, tiny: bool, anchors: bool) -> list[dict]:

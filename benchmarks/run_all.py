@@ -29,7 +29,7 @@ import common  # noqa: E402
 BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder", "train_speed", "dtype")
 # Quality evaluations: their full runs take from minutes to hours (cv_classify trains k
 # models), so they run with --quick, or in full when named in --only.
-EVALUATIONS = ("eval_qa", "eval_zeroshot", "eval_retrieval", "cv_classify")
+EVALUATIONS = ("eval_qa", "eval_coref", "eval_zeroshot", "eval_retrieval", "cv_classify")
 TRITON_WINDOWS = (128, 256, 512, 1024)
 TRITON_N = 16384
 TRITON_BLOCKS = ((64, 32), (64, 64), (128, 64), (128, 128))

@@ -25,6 +25,7 @@ sys.path.insert(0, str(BENCH))
 import attention  # noqa: E402
 import cli_folder  # noqa: E402
 import common  # noqa: E402
+import dtype  # noqa: E402
 import encoder  # noqa: E402
 import run_all  # noqa: E402
 import scaling  # noqa: E402
@@ -162,3 +163,29 @@ def test_run_all_tiny(tmp_path, capsys):
     assert (tmp_path / "scaling.json").exists()
     assert "Triton banded kernel" in printed
     assert "Summary of targets" in (tmp_path / "report.txt").read_text()
+
+
+def test_dtype_tiny(tmp_path):
+    """fp32 vs bf16: both dtypes where the CPU has native bf16 (only fp32 elsewhere), every
+    part with its anchor, each row against its own dtype's matmul rate."""
+    if bundled_available(DEFAULT_MODEL) is not None:
+        pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
+    res = dtype.main(["--tiny", "--json", str(tmp_path / "d.json")])
+    expected = {"fp32", "bf16"} if res["native_bf16"] else {"fp32"}
+    assert {r["dtype"] for r in res["rows"]} == expected
+    parts = {r["part"].split()[0] for r in res["rows"]}
+    assert parts == {"attention", "encoder", "bundled"}
+    assert {r["impl"] for r in res["rows"]} == {"lfcli", "transformers", "sentence-transformers"}
+    for r in res["rows"]:
+        assert r["x_roof"] > 0 and r["matmul_gflops"] > 0
+        if r["impl"] == "lfcli" and r["dtype"] == "bf16":
+            assert r["min_cosine_to_fp32"] > 0.99
+    assert all(t["pass"] is None for t in res["targets"])  # --tiny judges nothing
+
+
+@pytest.mark.parametrize("script", ["eval_qa", "eval_coref", "eval_zeroshot", "eval_retrieval", "cv_classify", "dtype"])
+def test_every_script_takes_quick(script):
+    """`run_all.py --quick` runs them all with --quick (and --json)."""
+    proc = subprocess.run([sys.executable, str(BENCH / f"{script}.py"), "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "--quick" in proc.stdout and "--json" in proc.stdout
+    assert script in run_all.BENCHMARKS + run_all.EVALUATIONS
