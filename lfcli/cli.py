@@ -92,6 +92,11 @@ Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or summary on 
 EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
 RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
+Engine = Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data over a Parquet dataset, writing -o FOLDER/; pip install 'lfcli[ray]').")]
+RayAddress = Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: the cluster to join (e.g. auto, or HOST:6379; default $RAY_ADDRESS, else a local instance).")]
+Workers = Annotated[Optional[int], typer.Option("--workers", help="--engine ray: model actors (default: as many as the free resources hold, one CPU kept for reading and writing).")]
+GpusPerWorker = Annotated[Optional[float], typer.Option("--gpus-per-worker", help="--engine ray: GPUs per actor (default 1 when the cluster has GPUs, else 0; 0.5 puts two actors on a GPU).")]
+CpusPerWorker = Annotated[Optional[float], typer.Option("--cpus-per-worker", help="--engine ray: CPUs per actor, also its torch threads (default 1).")]
 
 
 def _version(value: bool):
@@ -171,6 +176,13 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
         raise UsageError("--resume and --force contradict each other; pick one")
     if on_error not in ("skip", "fail"):
         raise UsageError("--on-error must be skip or fail")
+    if job.get("engine") is not None and job["engine"].engine == "ray":
+        from lfcli.pipelines.ray_engine import run_ray
+
+        stats, already_done, first_error = run_ray(task, inputs, output, quiet, read, job, pipe_opts)
+        if not quiet:
+            _summary(stats, already_done, first_error)
+        return
     # Every option first, then inputs and output, then the model: a typo fails in a blink.
     check_options(
         task, device=pipe_opts["device"], dtype=pipe_opts["dtype"], attention_backend=pipe_opts["attention_backend"],
@@ -191,6 +203,13 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
                 writer.write(row)
     if not quiet:
         _summary(pipe.stats, len(already_done), first_error)
+
+
+def _engine(engine: str, ray_address, workers, gpus_per_worker, cpus_per_worker):
+    """The --engine options, checked before any input is read (the engine module has no Ray import)."""
+    from lfcli.pipelines.ray_engine import engine_options
+
+    return engine_options(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
 
 
 def _count(n: int) -> str:
@@ -270,6 +289,8 @@ def classify(
     device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
+    engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
+    gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,
 ):
     """Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed)."""
 
@@ -279,6 +300,7 @@ def classify(
         parsed = _parse_labels(labels, labels_file)
         if parsed is not None:
             pipe.update(labels=parsed, temperature=temperature)
+        job["engine"] = _engine(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
         _run_task("classify", inputs, output, quiet, read, job, pipe)
 
     _guarded(go)
@@ -295,6 +317,8 @@ def qa(
     device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
+    engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
+    gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,
 ):
     """Answer a question from each document: id, question, answer, start, end, score."""
 
@@ -302,6 +326,7 @@ def qa(
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
                                   device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         pipe.update(question=question, top_k=top_k)
+        job["engine"] = _engine(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
         _run_task("qa", inputs, output, quiet, read, job, pipe)
 
     _guarded(go)
@@ -318,6 +343,8 @@ def embed(
     device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
+    engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
+    gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,
 ):
     """Document vectors: id, embedding, n_tokens."""
 
@@ -325,6 +352,7 @@ def embed(
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
                                   device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         pipe.update(pooling=pooling, normalize=normalize)
+        job["engine"] = _engine(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
         _run_task("embed", inputs, output, quiet, read, job, pipe)
 
     _guarded(go)
@@ -340,6 +368,8 @@ def corefs(
     device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
+    engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
+    gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,
 ):
     """Coreference chains: id, clusters of {start, end, text} character spans."""
 
@@ -347,6 +377,7 @@ def corefs(
         read, job, pipe = _common(inputs, output, model, text_column, id_column, glob, batch_size, max_tokens, max_length,
                                   device, dtype, attention_backend, global_, force, resume, on_error, quiet, encoding_errors, input_format, row_group_size)
         pipe.update(singletons=singletons)
+        job["engine"] = _engine(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
         _run_task("corefs", inputs, output, quiet, read, job, pipe)
 
     _guarded(go)

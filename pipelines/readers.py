@@ -662,10 +662,6 @@ def _parquet_documents(
     path: str, label: str, prefix: str | None, opts: _Options, plan: _ParquetPlan
 ) -> Iterator[Document]:
     pa, _ = _arrow()
-
-    def make_id(base: str) -> str:
-        return f"{prefix}:{base}" if prefix is not None else base
-
     pf = _open_parquet(path, label)
     try:
         row = 0
@@ -687,20 +683,26 @@ def _parquet_documents(
                 extras = {name: batch.column(name).to_pylist() for name in plan.field_columns}
                 del batch
                 for i, value in enumerate(texts):
-                    number = row + i
-                    id_value = ids[i] if ids is not None else None
-                    doc_id = make_id(str(number) if id_value is None else _id_str(id_value))
-                    where = f"row {number}: "
-                    if id_value is None and opts.id_column is not None:
-                        text, error = None, f"{label}: {where}id column '{opts.id_column}' is null"
-                    else:
-                        text, error = _check_text(value, label, where, opts)
-                    yield Document(
-                        id=doc_id,
-                        text=text,
-                        error=error,
-                        fields={name: values[i] for name, values in extras.items()},
+                    yield parquet_row_document(
+                        value, ids[i] if ids is not None else None, row + i, label, prefix, opts,
+                        {name: values[i] for name, values in extras.items()},
                     )
                 row += len(texts)
     finally:
         pf.close()
+
+
+def parquet_row_document(
+    value, id_value, number: int, label: str, prefix: str | None, opts: _Options, fields: dict
+) -> Document:
+    """Row `number` of a Parquet file as a Document: the id (the id column's value, else the
+    row number, after `prefix:`) and the checked text or a one-line error. The Ray engine
+    (ray_engine.py) makes its documents with this too, so both engines give the same rows."""
+    doc_id = str(number) if id_value is None else _id_str(id_value)
+    doc_id = f"{prefix}:{doc_id}" if prefix is not None else doc_id
+    where = f"row {number}: "
+    if id_value is None and opts.id_column is not None:
+        text, error = None, f"{label}: {where}id column '{opts.id_column}' is null"
+    else:
+        text, error = _check_text(value, label, where, opts)
+    return Document(id=doc_id, text=text, error=error, fields=fields)
