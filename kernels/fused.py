@@ -18,13 +18,16 @@ def _onednn_available() -> bool:
 
 
 _ONEDNN = _onednn_available()
+# oneDNN has no bf16 inner product below AVX-512 (AVX2-only CPUs, or ONEDNN_MAX_CPU_ISA=AVX2):
+# there `--dtype bfloat16` takes the plain composition, which PyTorch emulates.
+_ONEDNN_BF16 = _ONEDNN and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
 def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     fused = (
         _ONEDNN
         and x.device.type == "cpu"
-        and x.dtype in (torch.float32, torch.bfloat16)
+        and (x.dtype == torch.float32 or (x.dtype == torch.bfloat16 and _ONEDNN_BF16))
         and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
     )
     if fused:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -143,3 +144,27 @@ def test_bf16_coreference_chains_agree():
     # Measured 97.6 (one mention of one chain moved, in one of the four documents).
     assert agreement["conll_f1"] >= 95, agreement
     assert agreement["mentions"]["f1"] >= 97, agreement
+
+
+def test_bf16_runs_where_onednn_has_no_bf16(tmp_path):
+    """An AVX2-only CPU, as oneDNN sees it under ONEDNN_MAX_CPU_ISA=AVX2 (read once, at start:
+    a fresh process): `--dtype auto` is fp32, and an explicit bf16 still runs (emulated), its
+    fused FFN falling back to the plain composition instead of failing in oneDNN."""
+    from checkpoints import make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "enc", "LongformerModel", attention_window=8)
+    code = (
+        "import sys, torch\n"
+        "from lfcli.models import LongformerModel\n"
+        "from lfcli.pipelines.precision import resolve_dtype\n"
+        "assert resolve_dtype('auto', torch.device('cpu')) == torch.float32\n"
+        f"m = LongformerModel.from_pretrained({str(folder)!r}, dtype=torch.bfloat16)\n"
+        "ids = torch.randint(5, 100, (1, 40))\n"
+        "with torch.inference_mode():\n"
+        "    out = m(ids, attention_mask=torch.ones_like(ids))\n"
+        "assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
