@@ -72,3 +72,13 @@ def make_checkpoint(
     torch.manual_seed(seed)
     ARCHITECTURES[architecture](config).save_pretrained(folder)
     return folder
+
+
+def task_checkpoints(base: Path) -> dict[str, Path]:
+    """One tiny checkpoint per inference task, in folders under `base`."""
+    return {
+        "embed": make_checkpoint(base / "enc", "LongformerModel"),
+        "classify": make_checkpoint(base / "cls", "LongformerForSequenceClassification", labels=["law", "medicine", "news"]),
+        "qa": make_checkpoint(base / "qa", "LongformerForQuestionAnswering"),
+        "corefs": make_checkpoint(base / "coref", "LongformerForCoreference"),
+    }

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from checkpoints import make_checkpoint
+from checkpoints import task_checkpoints
 from typer.testing import CliRunner
 
 from lfcli.cli import app
@@ -26,13 +26,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def ckpts(tmp_path_factory):
-    base = tmp_path_factory.mktemp("ckpt")
-    return {
-        "embed": make_checkpoint(base / "enc", "LongformerModel"),
-        "classify": make_checkpoint(base / "cls", "LongformerForSequenceClassification", labels=["law", "medicine", "news"]),
-        "qa": make_checkpoint(base / "qa", "LongformerForQuestionAnswering"),
-        "corefs": make_checkpoint(base / "coref", "LongformerForCoreference"),
-    }
+    return task_checkpoints(tmp_path_factory.mktemp("ckpt"))
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
-from checkpoints import make_checkpoint
+from checkpoints import task_checkpoints
 from typer.testing import CliRunner
 
 from lfcli.cli import app
@@ -56,12 +56,7 @@ def ray_cluster():
 
 @pytest.fixture(scope="module")
 def ckpts(tmp_path_factory):
-    base = tmp_path_factory.mktemp("ckpt")
-    return {
-        "embed": make_checkpoint(base / "enc", "LongformerModel"),
-        "classify": make_checkpoint(base / "cls", "LongformerForSequenceClassification", labels=["law", "medicine", "news"]),
-        "qa": make_checkpoint(base / "qa", "LongformerForQuestionAnswering"),
-    }
+    return task_checkpoints(tmp_path_factory.mktemp("ckpt"))
 
 
 def _text(f: int, i: int):
