@@ -47,7 +47,7 @@ def main(argv=None) -> dict:
     p.add_argument("--dtype", default="auto", help="as lfcli corefs --dtype")
     p.add_argument("--link-threshold", type=float, default=None, help="override the model's link threshold")
     p.add_argument("--mention-threshold", type=float, default=None, help="override the model's mention threshold")
-    p.add_argument("--gap-rows", type=int, default=None, help="GAP validation rows (default all 454; quick 60)")
+    p.add_argument("--gap-rows", type=int, default=None, help="GAP validation rows (default all 454; quick 60; 0: skip GAP)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
@@ -82,7 +82,9 @@ def main(argv=None) -> dict:
           f"B3 {lit['b_cubed_f1']:.1f}, CEAF-e {lit['ceaf_e_f1']:.1f}; mentions {lit['mention_f1']:.1f}); "
           f"without singletons {lit['conll_f1_no_singletons']:.1f}; {lit['docs_per_minute']:.1f} documents/min")
     examples = read_gap(str(gap))
-    rows = args.gap_rows or (60 if args.quick else len(examples))
+    rows = args.gap_rows if args.gap_rows is not None else 60 if args.quick else len(examples)
+    if not rows:
+        return common.finish_evaluation(args, results, started)
     g = results["gap_validation"] = gap_evaluate(pipe, examples[:rows])
     o = g["overall"]
     bias = "-" if g["bias"] is None else f"{g['bias']:.2f}"
