@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-
-from lfcli.models import CheckpointError, LongformerModel
-from lfcli.models import bundled
+from lfcli.models import CheckpointError, LongformerModel, bundled
 from lfcli.models.bundled import (
     BUNDLED,
     DEFAULT_MODEL,
@@ -26,8 +24,9 @@ from lfcli.models.bundled import (
     locate_minilm,
     resolve_model,
 )
+from shared_data import DATA
 
-LITBANK = Path("/work/shared/data/litbank/original")
+LITBANK = DATA / "litbank" / "original"
 TEXTS = [
     "A man is eating food.",
     "The quick brown fox jumps over the lazy dog. " * 60,  # > 256 tokens: truncated at 256

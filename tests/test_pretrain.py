@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from checkpoints import TRAINING_TEXT, make_checkpoint
 from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.pretrain import (
@@ -28,9 +27,16 @@ from lfcli.pipelines.pretrain import (
     pretrain_continue,
     split_heldout,
 )
-from lfcli.pipelines.trainer import STATE_DIR, STATE_FILE, SUMMARY_FILE, Stream, plan_fixed
+from lfcli.pipelines.trainer import (
+    STATE_DIR,
+    STATE_FILE,
+    SUMMARY_FILE,
+    Stream,
+    plan_fixed,
+)
+from shared_data import DATA
 
-LITBANK = Path("/work/shared/data/litbank/original")
+LITBANK = DATA / "litbank" / "original"
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
