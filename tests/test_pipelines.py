@@ -182,3 +182,24 @@ def test_qa_finds_a_planted_answer_past_token_5000(tmp_path):
     row = rows[0]
     assert row["answer"] == "Netherfield"
     assert text[row["start"]: row["end"]] == "Netherfield" and row["start"] == text.index("Netherfield")
+
+
+def test_large_batches_of_mixed_lengths_bound_their_padding(encoder_dir):
+    """A large --batch-size on short documents of mixed lengths: a batch past 8 windows keeps
+    its padding under 20% of its tokens (each window is padded to the batch's longest), and
+    the rows are the same as with small batches."""
+    from lfcli.pipelines.runner import PADDING_FREE_BATCH, PADDING_SHARE
+
+    texts = ["word " * n for n in (40, 38, 35, 30, 29, 28, 25, 22, 20, 18, 15, 12, 10, 9, 6, 4, 3, 2, 1, 1)]
+    docs = [Document(str(i), t) for i, t in enumerate(texts)]
+    big = Pipeline("embed", str(encoder_dir), batch_size=64, max_length=64, dtype="float32")
+    items = [it for i, d in enumerate(docs) for it in big.task.prepare(i, d).items]
+    batches = list(big._batches(items))
+    assert sorted(len(it) for b in batches for it in b) == sorted(len(it) for it in items)
+    assert len(batches) > 1  # one batch of 20 would be half padding
+    for b in batches:
+        padded, real = len(b[0]) * len(b), sum(map(len, b))
+        assert len(b) <= PADDING_FREE_BATCH or padded - real <= PADDING_SHARE * padded
+    small = list(Pipeline("embed", str(encoder_dir), batch_size=1, max_length=64, dtype="float32").run(docs))
+    for a, b in zip(small, big.run(docs)):
+        assert torch.allclose(torch.tensor(a["embedding"]), torch.tensor(b["embedding"]), atol=1e-5)
