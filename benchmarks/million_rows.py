@@ -49,8 +49,7 @@ def parse_args(argv):
     p.add_argument("--rows", type=int, default=None, help="documents (default: local 1,000,000, ray 200,000; quick 50,000 / 20,000)")
     p.add_argument("--model", default=None, help="model name or folder (default: the bundled model)")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="lfcli's --batch-size (default: the CLI's, 8; on the CPU larger batches of short documents "
-                        "run slower here, 26 vs 60 docs/s at 64, as every document is padded to the batch's longest)")
+                   help="lfcli's --batch-size (default: the CLI's, 8)")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between memory samples")
     p.add_argument("--data", type=Path, default=None, help="folder of .txt novels (default: the shared LitBank originals)")
     p.add_argument("--workdir", type=Path, default=None, help="where the Parquet input and the output go (default: a temporary folder)")
