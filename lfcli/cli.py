@@ -111,24 +111,12 @@ def _version(value: bool):
 
 def _machine_line() -> str:
     """torch, the CPU, and the floating-point path `--dtype auto` takes on it."""
-    import platform
-
     import torch
 
-    from lfcli.pipelines.precision import describe_auto
+    from lfcli.pipelines.precision import cpu_name, describe_auto
 
-    cpu = next((line.split(":", 1)[1].strip() for line in _read_lines("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor() or platform.machine())
     cuda = f", CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
-    return f"torch {torch.__version__}, {cpu}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"
-
-
-def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
-    except OSError:
-        return []
+    return f"torch {torch.__version__}, {cpu_name()}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"
 
 
 @app.callback()

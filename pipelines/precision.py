@@ -27,15 +27,26 @@ DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "
 _ONEDNN_WITHOUT_BF16 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni")
 
 
-def _cpu_flags() -> set[str]:
+def _cpuinfo(field: str) -> str | None:
+    """The first value of `field` in /proc/cpuinfo (None off Linux)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                if line.split(":", 1)[0].strip() == field:
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return set()
+    return None
+
+
+def _cpu_flags() -> set[str]:
+    return set((_cpuinfo("flags") or "").split())
+
+
+def cpu_name() -> str:
+    import platform
+
+    return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
 def cpu_has_native_bf16() -> bool:
