@@ -36,7 +36,8 @@ def _documents(docs: Iterable[Any]) -> Iterator:
 
 def Pipeline(task: str, model: str | None = None, **options):
     """A loaded model for one task; `.run(documents)` yields rows in input order.
-    Options are the CLI's: device ("auto": CUDA when there is a GPU), dtype,
+    Options are the CLI's: device ("auto": CUDA when there is a GPU), dtype ("auto": bf16 on a
+    CPU with native bf16, else float32),
     attention_backend, max_length, batch_size, max_tokens, global_policy, labels,
     temperature, question, top_k, pooling, normalize; and chunk_docs, chunk_seconds (how
     many documents, and about how many seconds of work, between one burst of rows and the
