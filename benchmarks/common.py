@@ -133,12 +133,15 @@ def bench_rounds(fns: dict[str, Callable[[], Any]], device: torch.device, warmup
     }
 
 
-def matmul_case(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 4096) -> tuple[Callable[[], Any], float]:
-    """A large square matmul and its FLOPs (2*size^3): timed alongside a case, its rate is the
-    roofline's compute ceiling under the same conditions."""
-    a = torch.randn(size, size, device=device, dtype=dtype)
-    b = torch.randn(size, size, device=device, dtype=dtype)
-    return (lambda: a @ b), 2.0 * size**3
+def matmul_case(device: torch.device, dtype: torch.dtype = torch.float32, size: int = 4096,
+                shape: tuple[int, int, int] | None = None) -> tuple[Callable[[], Any], float]:
+    """A large matmul and its FLOPs: square (size^3) by default, or (m, k) @ (k, n) for
+    shape=(m, k, n). Timed alongside a case, its rate is the roofline's compute ceiling under
+    the same conditions."""
+    m, k, n = shape or (size, size, size)
+    a = torch.randn(m, k, device=device, dtype=dtype)
+    b = torch.randn(k, n, device=device, dtype=dtype)
+    return (lambda: a @ b), 2.0 * m * k * n
 
 
 _MATMUL_CACHE: dict[tuple, float] = {}

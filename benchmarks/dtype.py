@@ -53,15 +53,10 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def matmul_of(m: int, k: int, n: int, dtype, device):
-    a, b = torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, n, dtype=dtype, device=device)
-    return (lambda: a @ b), 2.0 * m * k * n
-
-
 def timed_part(name: str, runs: dict, flops: float, shape: tuple[int, int, int], dtypes, device, warmup, repeats,
                units: float, unit_name: str) -> list[dict]:
     """Time `runs` ({(impl, dtype): fn}) with the shape's matmul in each dtype, in rounds."""
-    mm = {f"matmul {dt}": matmul_of(*shape, common.DTYPES[dt], device) for dt in dtypes}
+    mm = {f"matmul {dt}": common.matmul_case(device, common.DTYPES[dt], shape=shape) for dt in dtypes}
     fns = {f"{impl} {dt}": fn for (impl, dt), fn in runs.items()}
     fns.update({k: fn for k, (fn, _) in mm.items()})
     timed = common.bench_rounds(fns, device, warmup=warmup, repeats=repeats)
