@@ -35,17 +35,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
-def block_size_for(one_sided_window: int) -> int:
-    """Query rows per block.
-
-    Useful fraction of the computed scores is (2*w1 + 1) / (c + 2*w1), so smaller blocks
-    waste less; but each block is a tile of the fused kernel, and below ~32 rows its inner
-    loops get short. c = w1 / 4 keeps about 89% useful work, within [32, 128]. Measured at
-    window 512 (w1 = 256), fp32, 2 cores: c = 32 / 64 / 128 take 37 / 39 / 42 ms for the band
-    at n = 4096 (min of 12 interleaved runs).
-    """
-    return max(32, min(128, one_sided_window // 4))
+from .blocks import BlockPlan
+from .chunked_grad import band_attention_grad, fused_backward_applies
 
 
 def global_columns(is_global: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,16 +58,6 @@ def _gather_rows(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return torch.gather(x, 1, index[:, :, None, None].expand(B, index.shape[1], H, D))
 
 
-def _runs(dirty: list[bool]) -> list[tuple[int, int, bool]]:
-    """Maximal runs [b0, b1) of consecutive blocks with the same dirtiness."""
-    runs, b0 = [], 0
-    for b in range(1, len(dirty) + 1):
-        if b == len(dirty) or dirty[b] != dirty[b0]:
-            runs.append((b0, b, dirty[b0]))
-            b0 = b
-    return runs
-
-
 def _banded(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -91,48 +72,26 @@ def _banded(
     """Undilated band + global columns, in the row layout. q, k, v: (B, L, H, D) (any strides,
     D contiguous); band_excluded: (B, L) bool; k_cols, v_cols: (B, G, H, D); cols_valid: (B, G).
     Returns (B, L, H, D), contiguous."""
+    needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v, k_cols, v_cols))
+    if needs_grad and fused_backward_applies(q, dropout_p):  # training: a blocked backward of its own
+        return band_attention_grad(q, k, v, w1, band_excluded, k_cols, v_cols, cols_valid)
     B, L, H, D = q.shape
     G = k_cols.shape[1]
-    # A sub-sequence that fits in the window (dilated heads on short inputs) is one block whose
-    # span is the whole sub-sequence; otherwise blocks of c rows see w1 keys on either side.
-    c, w1 = (L, 0) if L <= w1 + 1 else (block_size_for(w1), w1)
-    num_blocks, span = -(-L // c), c + 2 * w1
-    neg = torch.finfo(q.dtype).min
-    # Key s of a block's span is in the band of the block's row r when 0 <= s - r <= 2*w1: the
-    # same (c, span) pattern for every block. Blocks whose span holds no excluded key (padding,
-    # a global token, or a position past either end) need nothing else: one small mask shared
-    # by all of them. Only the others ("dirty": the two ends, and around globals and padding)
-    # get a mask of their own.
-    rel = torch.arange(span, device=q.device)[None, :] - torch.arange(c, device=q.device)[:, None]
-    outside_band = (rel < 0) | (rel > 2 * w1) if w1 else torch.zeros_like(rel, dtype=torch.bool)
-    shared_bias = torch.zeros((1, 1, c, span), dtype=q.dtype, device=q.device).masked_fill_(outside_band, neg)
-    excluded = F.pad(band_excluded, (w1, num_blocks * c - L + w1), value=True).unfold(1, span, c)  # (B, nb, span)
-    dirty = excluded.any(dim=-1).tolist()
+    plan = BlockPlan(L, w1, band_excluded, q.dtype)
     merge_after = G > 0 and _can_merge_columns_after(q, k, v, dropout_p)
-    # Joining the columns to the spans (training) copies each block's keys; a few blocks at a
-    # time bounds that copy (~8M elements).
-    step = num_blocks if not G or merge_after else max(1, (1 << 23) // (H * (G + span) * D))
+    # Joining the columns to the spans (autograd's path) copies each block's keys; a few blocks
+    # at a time bounds that copy (~8M elements).
+    step = plan.num_blocks if not G or merge_after else max(1, (1 << 23) // (H * (G + plan.span) * D))
 
     out = q.new_empty((B, L, H, D))
     for b in range(B):  # per sample, so that each run's spans stay views of k and v
-        for b0, b1, is_dirty in _runs(dirty[b]):
+        for b0, b1, is_dirty in plan.runs(b):
             for s0 in range(b0, b1, step):
                 s1 = min(b1, s0 + step)
-                r0, r1 = s0 * c, min(s1 * c, L)  # query rows of these blocks
-                k0, k1 = r0 - w1, s1 * c + w1  # their keys; rows outside [0, L) are padding
-                pad = (max(0, -k0), max(0, k1 - L))
-                q_rows, k_rows, v_rows = q[b, r0:r1], k[b, max(0, k0) : min(L, k1)], v[b, max(0, k0) : min(L, k1)]
-                if r1 - r0 < (s1 - s0) * c:
-                    q_rows = F.pad(q_rows, (0, 0, 0, 0, 0, (s1 - s0) * c - (r1 - r0)))
-                if pad != (0, 0):  # only the two end runs: a copy of their own keys, not of K
-                    k_rows = F.pad(k_rows, (0, 0, 0, 0, *pad))
-                    v_rows = F.pad(v_rows, (0, 0, 0, 0, *pad))
-                q_blocks = q_rows.view(s1 - s0, c, H, D).transpose(1, 2)  # (nb, H, c, D)
-                k_spans = k_rows.unfold(0, span, c).permute(0, 1, 3, 2)  # (nb, H, span, D), a view
-                v_spans = v_rows.unfold(0, span, c).permute(0, 1, 3, 2)
-                bias = shared_bias
-                if is_dirty:
-                    bias = shared_bias.expand(s1 - s0, 1, c, span).masked_fill(excluded[b, s0:s1, None, None, :], neg)
+                r0, r1 = plan.rows(s0, s1)
+                q_blocks = plan.query_blocks(q[b], s0, s1)  # (nb, H, c, D)
+                k_spans, v_spans = plan.key_spans(k[b], s0, s1), plan.key_spans(v[b], s0, s1)  # (nb, H, span, D)
+                bias = plan.bias(b, s0, s1, is_dirty)
                 if merge_after:
                     o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
                         q_blocks, k_spans, v_spans, 0.0, False, attn_mask=bias, scale=1.0
@@ -142,9 +101,10 @@ def _banded(
                     _merge_columns(o, lse, q[b, r0:r1], k_cols[b], v_cols[b], cols_valid[b], out=out[b, r0:r1])
                     continue
                 if G:
+                    c, span = plan.c, plan.span
                     k_spans = torch.cat([k_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), k_spans], dim=2)
                     v_spans = torch.cat([v_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), v_spans], dim=2)
-                    cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], neg)
+                    cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], plan.neg)
                     bias = torch.cat([cols.expand(bias.shape[0], 1, c, G), bias], dim=-1)
                 o = F.scaled_dot_product_attention(q_blocks, k_spans, v_spans, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
                 out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]

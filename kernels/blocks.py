@@ -1,0 +1,98 @@
+"""How the chunked band cuts a sequence into query blocks and their key spans.
+
+Shared by the forward (`chunked.py`) and the training path's backward (`chunked_grad.py`), so
+that both visit the same blocks with the same masks.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def block_size_for(one_sided_window: int) -> int:
+    """Query rows per block.
+
+    Useful fraction of the computed scores is (2*w1 + 1) / (c + 2*w1), so smaller blocks
+    waste less; but each block is a tile of the fused kernel, and below ~32 rows its inner
+    loops get short. c = w1 / 4 keeps about 89% useful work, within [32, 128]. Measured at
+    window 512 (w1 = 256), fp32, 2 cores: c = 32 / 64 / 128 take 37 / 39 / 42 ms for the band
+    at n = 4096 (min of 12 interleaved runs).
+    """
+    return max(32, min(128, one_sided_window // 4))
+
+
+def _runs(dirty: list[bool]) -> list[tuple[int, int, bool]]:
+    """Maximal runs [b0, b1) of consecutive blocks with the same dirtiness."""
+    runs, b0 = [], 0
+    for b in range(1, len(dirty) + 1):
+        if b == len(dirty) or dirty[b] != dirty[b0]:
+            runs.append((b0, b, dirty[b0]))
+            b0 = b
+    return runs
+
+
+class BlockPlan:
+    """How one (sub-)sequence of L rows is cut into query blocks, shared by the forward here
+    and the training path's backward (`chunked_grad.py`), so both visit the same blocks.
+
+    c rows a block, w1 keys on either side, num_blocks blocks, span = c + 2*w1 keys a block.
+    A sequence that fits in the window (dilated heads on short inputs) is one block whose
+    span is the whole sequence; otherwise blocks of c rows see w1 keys on either side.
+    shared_bias (1, 1, c, span): the band mask that every block without an excluded key uses;
+    excluded (B, num_blocks, span): the excluded keys (padding, globals, past either end) of
+    each block's span; dirty[b]: per block of sample b, whether its span holds one."""
+
+    def __init__(self, L: int, w1: int, band_excluded: torch.Tensor, dtype: torch.dtype):
+        self.L = L
+        self.c, self.w1 = (L, 0) if L <= w1 + 1 else (block_size_for(w1), w1)
+        c, w1 = self.c, self.w1
+        self.num_blocks, self.span = -(-L // c), c + 2 * w1
+        self.neg = torch.finfo(dtype).min
+        device = band_excluded.device
+        # Key s of a block's span is in the band of the block's row r when 0 <= s - r <= 2*w1.
+        rel = torch.arange(self.span, device=device)[None, :] - torch.arange(c, device=device)[:, None]
+        outside = (rel < 0) | (rel > 2 * w1) if w1 else torch.zeros_like(rel, dtype=torch.bool)
+        self.shared_bias = torch.zeros((1, 1, c, self.span), dtype=dtype, device=device).masked_fill_(outside, self.neg)
+        pad_end = self.num_blocks * c - L + w1
+        self.excluded = F.pad(band_excluded, (w1, pad_end), value=True).unfold(1, self.span, c)  # (B, nb, span)
+        self.dirty = self.excluded.any(dim=-1).tolist()
+
+    def runs(self, b: int):
+        """Maximal runs [b0, b1) of consecutive blocks of sample b with the same dirtiness."""
+        return _runs(self.dirty[b])
+
+    def bias(self, b: int, b0: int, b1: int, is_dirty: bool) -> torch.Tensor:
+        """The additive mask of blocks [b0, b1) of sample b: (1 or nb, 1, c, span)."""
+        if not is_dirty:
+            return self.shared_bias
+        return self.shared_bias.expand(b1 - b0, 1, self.c, self.span).masked_fill(
+            self.excluded[b, b0:b1, None, None, :], self.neg)
+
+    def rows(self, b0: int, b1: int) -> tuple[int, int]:
+        """The query rows [r0, r1) of blocks [b0, b1)."""
+        return b0 * self.c, min(b1 * self.c, self.L)
+
+    def key_rows(self, b0: int, b1: int) -> tuple[int, int]:
+        """The key rows [k0, k1) the spans of blocks [b0, b1) cover; outside [0, L) is padding."""
+        return b0 * self.c - self.w1, b1 * self.c + self.w1
+
+    def query_blocks(self, x: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
+        """Rows of blocks [b0, b1) of one sample's (L, H, ...) tensor as (nb, H, c, ...)
+        (a view, except the zero-padded last block)."""
+        r0, r1 = self.rows(b0, b1)
+        rows = x[r0:r1]
+        if r1 - r0 < (b1 - b0) * self.c:
+            rows = F.pad(rows, (0, 0) * (x.dim() - 1) + (0, (b1 - b0) * self.c - (r1 - r0)))
+        return rows.view(b1 - b0, self.c, *x.shape[1:]).transpose(1, 2)
+
+    def key_spans(self, x: torch.Tensor, b0: int, b1: int) -> torch.Tensor:
+        """Spans of blocks [b0, b1) of one sample's (L, H, D) keys or values as
+        (nb, H, span, D): views of x, except at the two ends, where only those blocks' own
+        keys are copied with their zero padding."""
+        k0, k1 = self.key_rows(b0, b1)
+        rows = x[max(0, k0) : min(self.L, k1)]
+        pad = (max(0, -k0), max(0, k1 - self.L))
+        if pad != (0, 0):
+            rows = F.pad(rows, (0, 0, 0, 0, *pad))
+        return rows.unfold(0, self.span, self.c).permute(0, 1, 3, 2)

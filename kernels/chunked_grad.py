@@ -1,0 +1,168 @@
+"""The chunked band for training: one autograd function with its own blocked backward.
+
+Its twin is autograd through `chunked._banded` (`LFCLI_BAND_GRAD=autograd`), which joins the
+global columns to every block's key span and lets autograd differentiate the fused kernel, the
+concatenation and the strided span views. That is correct but slow on the CPU: the gradient
+of a span view (`unfold_backward`) is a scatter into a zeroed copy of K per block run, and the
+joined columns copy every span. At n=4096 on the bundled model's shape it took 1.5 s of a
+2.7 s bf16 training step (profile: `benchmarks/train_profile.py`).
+
+Here, as in flash attention, the forward saves the output and the log-sum-exp of each row,
+and the backward recomputes the scores block by block:
+
+* forward: per run of blocks, PyTorch's fused CPU kernel on the band alone (the spans stay
+  views), returning its log-sum-exp; the global columns are then merged in by log-sum-exp
+  (one softmax over [columns | band], as `chunked._merge_columns` does in inference), and the
+  row's total log-sum-exp is kept.
+* backward: per run, the fused kernel's backward with the *total* output and log-sum-exp.
+  For the joint softmax P over [columns | band], dS = P * (dP - rowsum(dO * O)) with O the
+  total output, so the band part of the gradient is exactly what the kernel computes from the
+  total O and LSE. Each block's dK, dV span is added back onto the rows it covers (the spans
+  overlap: a key sits in (c + 2*w1) / c of them). The columns' own part, G columns against
+  every row, is a few small einsums.
+
+The band runs in float32 whatever the input dtype: on the CPU the fused kernel is as fast in
+fp32 as in bf16 forward, and its bf16 backward is 1.6x slower than its fp32 one (measured at
+n=4096, 12 heads of 32, window 512: 190 vs 117 ms a layer, AMD EPYC with AVX512-BF16). The
+gradients are returned in the inputs' dtype. Attention-probability dropout is not supported
+here (the trainer sets it to 0); with dropout the twin runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from .blocks import BlockPlan
+
+_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+_flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+BACKWARD_SPAN_ELEMENTS = int(os.environ.get("BSE", 1 << 21))
+ENV_VAR = "LFCLI_BAND_GRAD"  # "autograd" selects the twin (benchmarks and tests compare the two)
+
+
+def fused_backward_applies(q: torch.Tensor, dropout_p: float) -> bool:
+    """Training on the CPU without attention dropout, unless the twin is asked for."""
+    return q.device.type == "cpu" and dropout_p == 0.0 and os.environ.get(ENV_VAR, "fused") != "autograd"
+
+
+def band_attention_grad(q, k, v, w1: int, band_excluded, k_cols, v_cols, cols_valid) -> torch.Tensor:
+    """Same arguments and result as `chunked._banded` without dropout; differentiable in q, k,
+    v, k_cols and v_cols."""
+    return _BandAttention.apply(q, k, v, k_cols, v_cols, w1, band_excluded, cols_valid)
+
+
+class _BandAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, k_cols, v_cols, w1, band_excluded, cols_valid):
+        dtype = q.dtype
+        with torch.autocast(q.device.type, enabled=False):
+            q32, k32, v32, kc32, vc32 = (x.float() for x in (q, k, v, k_cols, v_cols))
+            plan = BlockPlan(q.shape[1], w1, band_excluded, torch.float32)
+            out, lse = _forward(plan, q32, k32, v32)
+            if k_cols.shape[1]:
+                out, lse = _merge_columns(out, lse, q32, kc32, vc32, cols_valid)
+        ctx.save_for_backward(q32, k32, v32, kc32, vc32, out, lse, band_excluded, cols_valid)
+        ctx.w1, ctx.dtypes = w1, (q.dtype, k.dtype, v.dtype, k_cols.dtype, v_cols.dtype)
+        return out.to(dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, k_cols, v_cols, out, lse, band_excluded, cols_valid = ctx.saved_tensors
+        with torch.autocast(q.device.type, enabled=False):
+            grad_out = grad_out.float()
+            plan = BlockPlan(q.shape[1], ctx.w1, band_excluded, torch.float32)
+            dq, dk, dv = _backward(plan, grad_out, q, k, v, out, lse)
+            dk_cols = dv_cols = None
+            if k_cols.shape[1]:
+                dk_cols, dv_cols = _columns_backward(grad_out, q, k_cols, v_cols, cols_valid, out, lse, dq)
+        grads = (dq, dk, dv, dk_cols, dv_cols)
+        grads = tuple(None if g is None else g.to(t) for g, t in zip(grads, ctx.dtypes))
+        return (*grads, None, None, None)
+
+
+def _forward(plan: BlockPlan, q, k, v):
+    """The band alone: output (B, L, H, D) and log-sum-exp (B, L, H), fp32."""
+    B, L, H, D = q.shape
+    out, lse = q.new_empty((B, L, H, D)), q.new_empty((B, L, H))
+    for b in range(B):
+        for b0, b1, is_dirty in plan.runs(b):
+            r0, r1 = plan.rows(b0, b1)
+            o, l = _flash(plan.query_blocks(q[b], b0, b1), plan.key_spans(k[b], b0, b1), plan.key_spans(v[b], b0, b1),
+                          0.0, False, attn_mask=plan.bias(b, b0, b1, is_dirty), scale=1.0)
+            out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
+            lse[b, r0:r1] = l.transpose(1, 2).reshape(-1, H)[: r1 - r0]
+    return out, lse
+
+
+def _column_scores(q, k_cols, cols_valid):
+    """(B, L, H, G) scores of every row against the global columns, invalid slots masked."""
+    scores = torch.einsum("blhd,bghd->blhg", q, k_cols)
+    return scores.masked_fill(~cols_valid[:, None, None, :], torch.finfo(scores.dtype).min)
+
+
+def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid):
+    """One softmax over [columns | band] from the band's (output, LSE) and the columns':
+    the band keeps sigmoid(lse_band - lse_cols) of the mass. Returns the total output and LSE."""
+    scores = _column_scores(q, k_cols, cols_valid)
+    lse_cols = torch.logsumexp(scores, dim=-1)  # (B, L, H)
+    o_cols = torch.einsum("blhg,bghd->blhd", torch.exp(scores - lse_cols[..., None]), v_cols)
+    weight = torch.sigmoid(lse_band - lse_cols)[..., None]
+    return torch.lerp(o_cols, o_band, weight), torch.logaddexp(lse_band, lse_cols)
+
+
+def _backward(plan: BlockPlan, grad_out, q, k, v, out, lse):
+    """The band's dq, dk, dv (fp32, (B, L, H, D)) from the total output and LSE."""
+    B, L, H, D = q.shape
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    step = max(1, BACKWARD_SPAN_ELEMENTS // (H * plan.span * D))
+    for b in range(B):
+        for b0, b1, is_dirty in _steps(plan.runs(b), step):
+            r0, r1 = plan.rows(b0, b1)
+            lse_blocks = plan.query_blocks(lse[b, :, :, None], b0, b1)[..., 0]  # (nb, H, c)
+            gq, gk, gv = _flash_backward(
+                plan.query_blocks(grad_out[b], b0, b1), plan.query_blocks(q[b], b0, b1),
+                plan.key_spans(k[b], b0, b1), plan.key_spans(v[b], b0, b1),
+                plan.query_blocks(out[b], b0, b1), lse_blocks, 0.0, False,
+                attn_mask=plan.bias(b, b0, b1, is_dirty), scale=1.0)
+            dq[b, r0:r1] = gq.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
+            _add_spans(plan, dk[b], gk, b0, b1)
+            _add_spans(plan, dv[b], gv, b0, b1)
+    return dq, dk, dv
+
+
+def _steps(runs, step: int):
+    """The runs cut into pieces of at most `step` blocks."""
+    for b0, b1, is_dirty in runs:
+        for s0 in range(b0, b1, step):
+            yield s0, min(b1, s0 + step), is_dirty
+
+
+def _add_spans(plan: BlockPlan, grad: torch.Tensor, spans: torch.Tensor, b0: int, b1: int) -> None:
+    """Add the gradient of blocks [b0, b1)'s key spans (nb, H, span, D) onto the rows of
+    `grad` (L, H, D) they cover: the inverse of `BlockPlan.key_spans`."""
+    c, span, nb = plan.c, plan.span, b1 - b0
+    k0, k1 = plan.key_rows(b0, b1)
+    spans = spans.transpose(1, 2)  # (nb, span, H, D)
+    buffer = grad.new_zeros((k1 - k0, *grad.shape[1:]))  # the run's key rows, padding included
+    if span % c == 0:  # the span is span/c whole blocks of rows: block i's j-th lands on row block i + j
+        tiles = buffer.view(nb + span // c - 1, c, *grad.shape[1:])
+        for j in range(span // c):
+            tiles[j : j + nb] += spans[:, j * c : (j + 1) * c]
+    else:
+        for i in range(nb):
+            buffer[i * c : i * c + span] += spans[i]
+    lo, hi = max(0, k0), min(plan.L, k1)
+    grad[lo:hi] += buffer[lo - k0 : hi - k0]
+
+
+def _columns_backward(grad_out, q, k_cols, v_cols, cols_valid, out, lse, dq):
+    """The global columns' share: their probabilities P = exp(s - lse) from the total LSE,
+    dS = P * (dO . v_col - rowsum(dO * O)); adds dS @ k_cols to dq, returns dk_cols, dv_cols."""
+    p = torch.exp(_column_scores(q, k_cols, cols_valid) - lse[..., None])
+    p = p * cols_valid[:, None, None, :]
+    delta = (grad_out * out).sum(-1, keepdim=True)  # (B, L, H, 1)
+    ds = p * (torch.einsum("blhd,bghd->blhg", grad_out, v_cols) - delta)
+    dq += torch.einsum("blhg,bghd->blhd", ds, k_cols)
+    return torch.einsum("blhg,blhd->bghd", ds, q), torch.einsum("blhg,blhd->bghd", p, grad_out)
