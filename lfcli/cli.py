@@ -200,23 +200,21 @@ def _engine(engine: str, ray_address, workers, gpus_per_worker, cpus_per_worker)
     return engine_options(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
 
 
-def _count(n: int) -> str:
-    return f"{n} document{'' if n == 1 else 's'}"
-
-
 def _summary(stats, already_done: int, first_error: str | None) -> None:
     """The job's lines on stderr: failures first, then rates over the documents that ran
     (a failed document costs nothing, so counting it would inflate docs/s)."""
     import time
 
+    from lfcli.pipelines.wording import plural
+
     dt = max(time.perf_counter() - stats.started, 1e-9)
     ok = stats.docs - stats.errors
     lines = []
     if stats.errors:
-        which = f"all {_count(stats.errors)}" if not ok else f"{stats.errors} of {_count(stats.docs)}"
+        which = f"all {plural(stats.errors, 'document')}" if not ok else f"{stats.errors} of {plural(stats.docs, 'document')}"
         lines.append(f"{which} failed, each with an error row (first: {first_error})")
     if ok:
-        lines.append(f"{_count(ok)} done in {dt:.1f} s: {ok / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s")
+        lines.append(f"{plural(ok, 'document')} done in {dt:.1f} s: {ok / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s")
     elif not stats.docs:
         lines.append("no documents to run")
     if already_done:
@@ -450,6 +448,7 @@ def pretrain_continue(
         from lfcli.pipelines.catalog import announce_build
         from lfcli.pipelines.pretrain import pretrain_continue as run
         from lfcli.pipelines.runner import check_backend, resolve_device
+        from lfcli.pipelines.wording import plural
 
         torch_device = resolve_device(device)
         check_backend(attention_backend, torch_device)
@@ -481,7 +480,7 @@ def pretrain_continue(
             typer.echo(json.dumps(summary, default=str))  # the run's summary is this command's data
         if not quiet and summary:
             before, after = summary.get("eval_loss_before"), summary.get("eval_loss_after")
-            line = f"lfcli: wrote {output} after {summary.get('steps')} updates"
+            line = f"lfcli: wrote {output} after {plural(summary.get('steps', 0), 'update')}"
             if before is not None and after is not None:
                 line += (f"; held-out MLM loss {before:.3f} -> {after:.3f}"
                          f" ({summary['eval_bpt_before']:.3f} -> {summary['eval_bpt_after']:.3f} bits/token)")

@@ -58,10 +58,12 @@ def _print_table(result: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from lfcli.pipelines.wording import plural
+
     tty = sys.stderr.isatty()
     console = Console(stderr=True, color_system="auto" if tty else None, highlight=False, soft_wrap=not tty)
     task = result["task"]
-    table = Table(title=f"lfcli evaluate {task} ({result['gold_format']} gold, {result['n']} items)", title_justify="left")
+    table = Table(title=f"lfcli evaluate {task} ({result['gold_format']} gold, {plural(result['n'], 'item')})", title_justify="left")
     if task == "classify":
         table.add_column("label")
         for name in ("precision", "recall", "F1", "support"):
@@ -103,13 +105,14 @@ def _print_table(result: dict) -> None:
     console.print(table)
     notes = []
     if result["missing"]:
-        notes.append(f"{result['missing']} gold items have no prediction (counted as wrong, e.g. {result['missing_ids'][0]!r})")
+        notes.append(f"{plural(result['missing'], 'gold item')} without a prediction (counted as wrong, e.g. "
+                     f"{result['missing_ids'][0]!r})")
     if result["errors"]:
-        notes.append(f"{result['errors']} predictions are error rows (counted as wrong)")
+        notes.append(f"{plural(result['errors'], 'error row')} among the predictions (counted as wrong)")
     if result["ignored"]:
-        notes.append(f"{result['ignored']} predictions outside --ids were skipped")
+        notes.append(f"{plural(result['ignored'], 'prediction')} outside --ids, skipped")
     if result.get("span_text_mismatches"):
-        notes.append(f"warning: {result['span_text_mismatches']} predicted spans do not match the gold text at their "
-                     "offsets (predictions made on a different text?)")
+        notes.append(f"warning: {plural(result['span_text_mismatches'], 'predicted span')} whose offsets do not match "
+                     "the gold text (predictions made on a different text?)")
     for note in notes:
         console.print(f"lfcli: {note}", markup=False)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
 from .errors import InputError
+from .wording import plural
 
 __all__ = ["ConllDocument", "read_conll", "parse_conll", "select_documents", "read_ids", "CONLL_EXTS"]
 
@@ -141,7 +142,7 @@ def select_documents(docs: Sequence[ConllDocument], ids: str | os.PathLike | Ite
     unknown = [x for x in dict.fromkeys(wanted) if x not in known]
     if unknown:
         listing = ", ".join(repr(x) for x in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
-        raise InputError(f"{len(unknown)} listed document ids are not in the CoNLL files: {listing}")
+        raise InputError(f"{plural(len(unknown), 'listed document id')} not in the CoNLL files: {listing}")
     return chosen
 
 

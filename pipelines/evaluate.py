@@ -46,6 +46,7 @@ from typing import Any, Iterable, Iterator
 
 from . import metrics
 from .errors import InputError, UsageError
+from .wording import json_error, plural
 
 __all__ = ["TASKS", "evaluate", "read_predictions", "read_gold", "Gold"]
 
@@ -92,7 +93,7 @@ def _records(path: str) -> Iterator[tuple[str, Any]]:
                 try:
                     data = json.load(fh)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+                    raise InputError(f"{path}: not valid JSON ({json_error(exc, 'line')})") from None
                 if not isinstance(data, list):
                     raise InputError(f"{path}: expected a JSON array of rows")
                 for i, record in enumerate(data):
@@ -104,7 +105,7 @@ def _records(path: str) -> Iterator[tuple[str, Any]]:
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from None
+                    raise InputError(f"{path}:{line_no}: not valid JSON ({json_error(exc)})") from None
                 yield f"{path}:{line_no}", record
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read file ({getattr(exc, 'strerror', None) or exc})") from None
@@ -270,7 +271,7 @@ def _squad(path: str) -> Gold:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read file ({getattr(exc, 'strerror', None) or exc})") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise InputError(f"{path}: not valid JSON ({json_error(exc, 'line')})") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise InputError(f"{path}: not a SQuAD file (no 'data' list)")
     items: dict[str, Any] = {}
@@ -341,7 +342,7 @@ def _match(pred_ids: Iterable[str], gold_ids: Iterable[str]) -> dict[str, str]:
         matched[target] = pid
     if unknown:
         raise InputError(
-            f"{len(unknown)} prediction ids are not in the gold data ({_listing(unknown)}); "
+            f"{plural(len(unknown), 'prediction id')} not in the gold data ({_listing(unknown)}); "
             "is GOLD the file the predictions were made for?"
         )
     return matched
@@ -360,7 +361,7 @@ def _select(gold: Gold, ids) -> list[str]:
     wanted = read_ids(ids) if isinstance(ids, (str, os.PathLike)) else [str(x) for x in ids]
     unknown = [x for x in dict.fromkeys(wanted) if x not in gold.items]
     if unknown:
-        raise InputError(f"{len(unknown)} listed ids are not in the gold data: {_listing(unknown)}")
+        raise InputError(f"{plural(len(unknown), 'listed id')} not in the gold data: {_listing(unknown)}")
     keep = set(wanted)
     return [g for g in gold.items if g in keep]
 

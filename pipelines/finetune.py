@@ -28,6 +28,7 @@ import torch
 
 from .errors import InputError, UsageError
 from .trainer import Dist, TrainConfig, check_output, clear_output, train
+from .wording import plural
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt")
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
@@ -113,8 +114,8 @@ def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
     from lfcli.models.checkpoint import is_adapter_folder, tokenizer_folder
 
     source, target = Path(adapter), Path(out)
-    if not source.is_dir() or not is_adapter_folder(source):
-        raise InputError(f"{adapter}: not an adapter folder (adapter_config.json without full weights)")
+    if not is_adapter_folder(source):
+        raise InputError(_not_an_adapter(source))
     if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
         raise UsageError(f"{out} exists; pass --force to overwrite")
     try:
@@ -130,6 +131,22 @@ def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
         if (tokenizers / name).is_file():
             shutil.copy2(tokenizers / name, target / name)
     return target
+
+
+def _not_an_adapter(folder: Path) -> str:
+    """Why `lfcli merge` cannot use `folder`, in words: what is missing, and what it expects."""
+    from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+
+    expects = (f"`lfcli merge` expects a folder that `lfcli finetune` wrote with a LoRA adapter "
+               f"({ADAPTER_CONFIG} and {ADAPTER_WEIGHTS})")
+    if not folder.exists():
+        return f"{folder}: no such folder; {expects}"
+    if not folder.is_dir():
+        return f"{folder}: is a file; {expects}"
+    full = [f for f in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin") if (folder / f).exists()]
+    if full:
+        return f"{folder}: already a full checkpoint ({full[0]}): nothing to merge, use it with -m as it is"
+    return f"{folder}: no {ADAPTER_CONFIG} in it; {expects}"
 
 
 def fingerprint_of(parts: list) -> str:
@@ -234,9 +251,9 @@ def setup_qa(*, folder: Path, data: list[str], validation, validation_split: flo
     pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
     task = QATrainTask(qa, pad, val, max_eval=max_eval)
     counts = task.build(train_records, negatives, seed)
-    say(f"{counts['questions']} training questions -> {counts['windows']} windows ({counts['no_answer_windows']} "
-        f"without the answer, {counts['distractors']} from other paragraphs); {len(val)} validation questions "
-        f"from {len({r.article for r in val})} held-out articles")
+    say(f"{plural(counts['questions'], 'training question')} -> {plural(counts['windows'], 'window')} "
+        f"({counts['no_answer_windows']} without the answer, {counts['distractors']} from other paragraphs); "
+        f"{plural(len(val), 'validation question')} from {plural(len({r.article for r in val}), 'held-out article')}")
     s = Setup()
     s.class_name, s.task, s.config_changes, s.max_length = "LongformerForQuestionAnswering", task, None, length
     s.fingerprint = fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives])
@@ -278,8 +295,8 @@ def setup_classify(*, folder: Path, data: list[str], validation, validation_spli
     trainer_task = ClassifyTrainTask(task, labels, pad, val, class_weights=weights)
     counts = trainer_task.build(train_docs, first_window_only)
     per_label = {label: sum(d.label == label for d in train_docs) for label in labels}
-    say(f"{counts['documents']} training documents {per_label} -> {counts['windows']} windows of up to {length} tokens; "
-        f"{len(val)} validation documents")
+    say(f"{plural(counts['documents'], 'training document')} {per_label} -> {plural(counts['windows'], 'window')} "
+        f"of up to {length} tokens; {plural(len(val), 'validation document')}")
     s = Setup()
     s.class_name, s.task, s.max_length = "LongformerForSequenceClassification", trainer_task, length
     s.config_changes = {"id2label": dict(enumerate(labels))}
@@ -292,7 +309,7 @@ def _report(problems: list[str], what: str, say) -> None:
     for p in problems[:5]:
         say(f"skipped {what} {p}")
     if len(problems) > 5:
-        say(f"... and {len(problems) - 5} more {what}s skipped")
+        say(f"... and {plural(len(problems) - 5, 'more ' + what)} skipped")
 
 
 def setup_corefs(**kwargs) -> Setup:

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping, Sequence
 
 from .errors import InputError
+from .wording import plural
 
 __all__ = [
     # classification
@@ -512,7 +513,7 @@ def read_gap(path: str) -> list[GapExample]:
             continue
         where = f"{path}:{line_no}"
         if len(row) < len(header):
-            raise InputError(f"{where}: {len(row)} fields, the header has {len(header)}")
+            raise InputError(f"{where}: {plural(len(row), 'field')}, the header has {len(header)}")
         try:
             ex = GapExample(
                 id=row[col["ID"]], text=row[col["Text"]],

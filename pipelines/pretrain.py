@@ -89,6 +89,7 @@ from .errors import InputError, UsageError
 from .trainer import (  # noqa: F401  (lr_factor: re-exported for older imports)
     STATE_DIR, Dist, TrainConfig, check_output, clear_output, lr_factor, mix_seed, train, unit_hash,
 )
+from .wording import plural
 
 __all__ = ["pretrain_continue", "lr_factor", "mask_tokens", "MaskVocab", "build_sequences", "split_heldout", "MLMTask"]
 
@@ -484,7 +485,7 @@ def pretrain_continue(
         pieces, counts = build_sequences(documents, tok.tokenizer, template.prefix, template.suffix, seq_len, on_skip)
         if not pieces:
             raise InputError(
-                f"no usable text in the corpus ({counts['skipped']} documents skipped as empty or unreadable)"
+                f"no usable text in the corpus ({plural(counts['skipped'], 'document')} skipped as empty or unreadable)"
                 if counts["skipped"] else "the corpus has no documents"
             )
         too_big = max(int(p.ids.max()) for p in pieces)
@@ -492,10 +493,11 @@ def pretrain_continue(
             raise InputError(f"{folder}: the tokenizer produces id {too_big}, outside the model's vocabulary ({config_file.vocab_size})")
         train_pieces, heldout, split_how = split_heldout(pieces, eval_fraction, max_eval_sequences)
         say(
-            f"{counts['documents']} documents, {counts['tokens']:,} tokens -> {len(train_pieces)} training and "
-            f"{len(heldout)} held-out sequences of up to {seq_len} tokens"
+            f"{plural(counts['documents'], 'document')}, {plural(counts['tokens'], 'token')} -> "
+            f"{plural(len(train_pieces), 'training sequence')} and {plural(len(heldout), 'held-out sequence')} "
+            f"of up to {seq_len} tokens"
             + (f" (held out by {split_how})" if heldout else "")
-            + (f"; {counts['skipped']} documents skipped" if counts["skipped"] else "")
+            + (f"; {plural(counts['skipped'], 'document')} skipped" if counts["skipped"] else "")
         )
         fingerprint = {  # the trainer adds seed, world size, steps and the number of sequences
             "sequence_length": seq_len, "batch_size": batch_size, "grad_accum": grad_accum, "mask_prob": mask_prob,
@@ -519,7 +521,8 @@ def pretrain_continue(
                 "max_steps": max_steps}
         task = MLMTask(train_pieces, heldout, vocab, mask_prob, config_file.pad_token_id, seed, batch_size, dist,
                        folder, note)
-        say(f"training {max_steps} updates of {grad_accum} x {batch_size} x {dist.world} sequences, peak lr {lr:g}")
+        say(f"training {plural(max_steps, 'update')} of {grad_accum} x {batch_size} x {dist.world} sequences, "
+            f"peak lr {lr:g}")
         summary = train(mlm, task, out, config, dist=dist, resume=resume, fingerprint=fingerprint, log=relay,
                         progress=progress)
     finally:
@@ -537,7 +540,7 @@ def pretrain_continue(
         **summary,
     }
     say(
-        f"done: {result['steps']} updates, {result['tokens']:,} tokens"
+        f"done: {plural(result['steps'], 'update')}, {plural(result['tokens'], 'token')}"
         + (f"; held-out loss {before['loss']:.4f} -> {kept['loss']:.4f} (update {kept['step']})" if before and kept else "")
         + f"; model in {out}"
     )

@@ -7,6 +7,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+from .wording import plural
+
 
 def note(message: str) -> None:
     """One line on stderr: something the user should know, that is not an error."""
@@ -49,7 +51,7 @@ def progress_reporter(quiet: bool = False, stream=None):
                 completed=stats.docs,
                 # failed documents cost next to nothing: the rates count the others only
                 rates=f"{(stats.docs - stats.errors) / dt:.2f} docs/s  {stats.tokens / dt:,.0f} tokens/s",
-                errors=f"{stats.errors} errors" if stats.errors else "",
+                errors=plural(stats.errors, "error") if stats.errors else "",
             )
 
         yield report

@@ -46,6 +46,7 @@ from .errors import InputError, LfcliError, UsageError
 from .progress import note
 from .readers import ENCODING_ERRORS, Document, _Options, _parquet_plan, _walk, detect_format, parquet_row_document
 from .runner import Stats, check_options
+from .wording import plural
 
 ENGINES = ("local", "ray")
 INSTALL_HINT = "--engine ray needs Ray: pip install 'lfcli[ray]'"
@@ -177,7 +178,7 @@ def list_inputs(inputs: list[str], opts: _Options) -> list[ParquetInput]:
             if not parquet:
                 raise InputError(f"{path}: folder has no Parquet files" + (f" matching {opts.glob!r}" if opts.glob else ""))
             if len(parquet) < len(files):
-                note(f"{path}: {len(files) - len(parquet)} files that are not Parquet skipped (--engine ray reads Parquet)")
+                note(f"{path}: skipped {plural(len(files) - len(parquet), 'file')} not in Parquet (--engine ray reads Parquet)")
             base = path.rstrip("/" + os.sep) or path
             found += [(full, f"{base}/{rel}" if multi else rel) for full, rel in parquet]
         elif detect_format(path) != "parquet":
@@ -349,7 +350,7 @@ def size_pool(ray, opts: EngineOptions, device: str) -> tuple[int, float]:
         raise UsageError(f"--device {device}: the Ray cluster has no GPU (or pass --gpus-per-worker)")
     cpus = opts.cpus_per_worker
     need = f"{cpus:g} CPU" + (f" and {gpus:g} GPU" if gpus else "") + f", plus {RESERVED_CPUS} CPU kept for reading and writing"
-    has = f"{total.get('CPU', 0):g} CPUs" + (f" and {total.get('GPU', 0):g} GPUs" if gpus else "")
+    has = plural(total.get("CPU", 0.0), "CPU") + (f" and {plural(total.get('GPU', 0.0), 'GPU')}" if gpus else "")
     if _fits(total, cpus, gpus) < 1:
         raise UsageError(f"the Ray cluster has {has}; one worker needs {need}: lower --cpus-per-worker"
                          + ("/--gpus-per-worker" if gpus else "") + " or add nodes")
@@ -462,7 +463,7 @@ class Manifest:
         for name in leftovers:  # files of a group that was killed before its manifest line
             os.remove(os.path.join(self.folder, name))
         if leftovers:
-            note(f"{self.folder}: removed {len(leftovers)} files of an unfinished group; its rows run again")
+            note(f"{self.folder}: removed {plural(len(leftovers), 'file')} of an unfinished group; its rows run again")
 
     def _append(self, record: dict) -> None:
         with open(self.path, "a", encoding="utf-8") as fh:
@@ -550,7 +551,7 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
                     size = max(FIRST_GROUP_BYTES * workers, rate * GROUP_SECONDS)
                 docs, tokens, errors, first_error = ray.get(tally.get.remote())
                 if not quiet:
-                    note(f"{docs:,} of {total_rows:,} documents written to {manifest.folder}")
+                    note(f"{docs:,} of {plural(total_rows, 'document')} written to {manifest.folder}")
             stats.docs, stats.tokens, stats.errors = docs, tokens, errors
         finally:
             if started:

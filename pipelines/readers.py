@@ -77,6 +77,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from .errors import InputError, UsageError
 from .progress import note
+from .wording import json_error, plural
 
 __all__ = [
     "Document",
@@ -482,13 +483,13 @@ def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
             records += 1
             fields.update(dict.fromkeys(record))
     if not records:
-        raise InputError(f"{label}: not JSONL: none of its first {len(lines)} lines is a JSON object")
+        raise InputError(f"{label}: not JSONL: no JSON object in its first {plural(len(lines), 'line')}")
     names = ", ".join(list(fields)[:20]) or "none"
     if opts.text_column not in fields:
-        raise InputError(f"{label}: no '{opts.text_column}' field in its first {records} records (fields: {names}); "
+        raise InputError(f"{label}: no '{opts.text_column}' field in its first {plural(records, 'record')} (fields: {names}); "
                          "pass --text-column")
     if opts.id_column is not None and opts.id_column not in fields:
-        raise InputError(f"{label}: no '{opts.id_column}' id field in its first {records} records (fields: {names})")
+        raise InputError(f"{label}: no '{opts.id_column}' id field in its first {plural(records, 'record')} (fields: {names})")
 
 
 def _check_jsonl_file(path: str, label: str, opts: _Options) -> None:
@@ -544,9 +545,8 @@ def _jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opt
         try:
             record = json.loads(line)
         except ValueError as exc:  # JSONDecodeError, or a number too large
-            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            col = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-            yield Document(id=make_id(str(number)), text=None, error=f"{label}: {where}invalid JSON ({msg}{col})")
+            problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else str(exc)
+            yield Document(id=make_id(str(number)), text=None, error=f"{label}: {where}invalid JSON ({problem})")
             continue
         except RecursionError:
             yield Document(id=make_id(str(number)), text=None, error=f"{label}: {where}invalid JSON (nested too deeply)")

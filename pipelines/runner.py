@@ -29,6 +29,7 @@ from .tasks import (
     ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
 )
 from .tokenize import DocumentTokenizer
+from .wording import plural
 
 TASKS = ("classify", "qa", "embed", "corefs")
 HEAD_ADVICE = {
@@ -58,7 +59,7 @@ def resolve_device(device: str):
             why = "this torch is built without CUDA" if torch.version.cuda is None else "torch finds no GPU"
             raise UsageError(f"--device {device}: {why}; use --device cpu (or auto)")
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise UsageError(f"--device {device}: there are only {torch.cuda.device_count()} CUDA devices")
+            raise UsageError(f"--device {device}: this machine has {plural(torch.cuda.device_count(), 'CUDA device')}")
     elif dev.type != "cpu":
         raise UsageError(f"--device {device}: lfcli runs on cpu or cuda")
     return dev
@@ -133,9 +134,9 @@ def _check_room(tok: DocumentTokenizer, task: str, question: str | None) -> None
     q = len(tok.encode(question).ids) if task == "qa" and question else 0
     need = max(special + max(q, int(task == "qa")) + 1, 2 * q)
     if tok.max_length < need:
-        what = f"{special} special tokens" + (
+        what = plural(special, "special token") + (
             f" and a {q}-token question (at most half a window)" if q else " and a question" if task == "qa" else "")
-        raise UsageError(f"windows of {tok.max_length} tokens leave no room for the document beside {what}; "
+        raise UsageError(f"windows of {plural(tok.max_length, 'token')} leave no room for the document beside {what}; "
                          f"use --max-length {need} or more")
 
 

@@ -46,6 +46,7 @@ import torch.nn.functional as F
 from .errors import InputError
 from .readers import Document, iter_documents
 from .tasks import CorefTask, Item, batch_tensors, predict_rows
+from .wording import plural
 
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
 # keeps the adapter + head of the MiniLM base under 5 MB (LoRA rank 16: 0.66M parameters,
@@ -108,7 +109,7 @@ def read_coref_documents(inputs: list[str], ids=None) -> tuple[list[CorefDocumen
                 docs.append(CorefDocument(doc.id, doc.text, clusters))
     missing = sorted((wanted or set()) - seen)
     if missing:
-        raise InputError(f"{len(missing)} listed document ids are in no input: {', '.join(missing[:3])}")
+        raise InputError(f"{plural(len(missing), 'listed document id')} in no input: {', '.join(missing[:3])}")
     return docs, problems
 
 
@@ -129,7 +130,7 @@ def _clusters_of(doc: Document) -> tuple[list[list[tuple[int, int]]], str | None
             else:
                 return [], f"mention {m!r} is neither {{start, end}} nor [start, end]"
             if not (isinstance(a, int) and isinstance(z, int) and 0 <= a < z <= len(doc.text)):
-                return [], f"mention span {a}..{z} is outside the text ({len(doc.text)} characters)"
+                return [], f"mention span {a}..{z} is outside the text ({plural(len(doc.text), 'character')})"
             spans.append((a, z))
         if spans:
             clusters.append(spans)
@@ -355,9 +356,9 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     coref = CorefTask(tok, check_policy(global_policy or "none"), singletons=True)
     task = CorefTrainTask(coref, base.pad_token_id, int(coref_config["max_span_width"]), val)
     counts = task.build(train_docs)
-    say(f"{counts['documents']} training documents -> {counts['windows']} windows of up to {length} tokens, "
-        f"{counts['mentions']} gold mentions ({counts['too_wide']} wider than {task.width} tokens, not learnable); "
-        f"{len(val)} validation documents")
+    say(f"{plural(counts['documents'], 'training document')} -> {plural(counts['windows'], 'window')} of up to "
+        f"{length} tokens, {plural(counts['mentions'], 'gold mention')} ({counts['too_wide']} wider than {task.width} "
+        f"tokens, not learnable); {plural(len(val), 'validation document')}")
     s = Setup()
     s.class_name = "LongformerForCoreference"
     s.task = task

@@ -350,3 +350,17 @@ def test_a_killed_job_keeps_rows_finished_seconds_ago(ckpts, tmp_path):
     proc.wait()
     saved = [x["id"] for p in sorted(parts.glob("*.parquet")) for x in pq.read_table(p).to_pylist()]
     assert 0 < len(saved) < 400 and saved == [f"doc{i:03d}.txt" for i in range(len(saved))]
+
+
+def test_merge_says_what_is_missing_and_what_it_expects(ckpts, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = invoke("merge", empty, tmp_path / "out")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1
+    assert (f"{empty}: no adapter_config.json in it; `lfcli merge` expects a folder that `lfcli finetune` wrote "
+            "with a LoRA adapter (adapter_config.json and adapter_model.safetensors)") in r.stderr
+    r = invoke("merge", ckpts["embed"], tmp_path / "out")
+    assert r.exit_code == 1 and "already a full checkpoint (model.safetensors): nothing to merge" in r.stderr
+    r = invoke("merge", tmp_path / "missing", tmp_path / "out")
+    assert r.exit_code == 1 and "missing: no such folder; `lfcli merge` expects" in r.stderr
+    assert not (tmp_path / "out").exists()

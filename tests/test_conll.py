@@ -112,7 +112,7 @@ def test_folder_and_ids_filter(tmp_path):
     assert read_ids(ids) == ["c_three", "b_two_brat"]
     assert [d.id for d in read_conll(folder, ids=ids)] == ["b_two", "c_three"]
     assert [d.id for d in read_conll(folder, ids=["a_one"])] == ["a_one"]
-    with pytest.raises(InputError, match=r"1 listed document ids are not in the CoNLL files: 'nope'"):
+    with pytest.raises(InputError, match=r"1 listed document id not in the CoNLL files: 'nope'"):
         select_documents(read_conll(folder), ["a_one", "nope"])
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -62,7 +62,8 @@ def test_classify_jsonl_gold_with_missing_and_failed_rows(tmp_path):
     assert s["per_class"]["news"] == pytest.approx({"precision": 0.5, "recall": 0.5, "f1": 0.5, "support": 2})
     # the table on stderr, plain text when stderr is not a terminal
     assert "accuracy" in r.stderr and "macro F1" in r.stderr and "\x1b[" not in r.stderr
-    assert "1 gold items have no prediction" in r.stderr and "1 predictions are error rows" in r.stderr
+    # counts of one in the singular
+    assert "1 gold item without a prediction" in r.stderr and "1 error row among the predictions" in r.stderr
 
 
 def test_classify_folder_gold_json_and_parquet_predictions(tmp_path):
@@ -241,7 +242,7 @@ def test_bad_input_exits_1_with_one_line(tmp_path):
     cases = [
         (write_jsonl(tmp_path / "p1.jsonl", [{"id": "a", "label": "x"}, {"id": "zz", "label": "x"}]), "not in the gold data"),
         (tmp_path / "missing.jsonl", "no such file or folder"),
-        (tmp_path / "p2.jsonl", "not valid JSON"),
+        (tmp_path / "p2.jsonl", "p2.jsonl:2: not valid JSON (Invalid control character at column 17)"),  # not "at at"
         (write_jsonl(tmp_path / "p3.jsonl", [{"id": "a", "answer": "x"}]), "no 'label' field"),
         (write_jsonl(tmp_path / "p4.jsonl", [{"id": "a", "label": "x"}, {"id": "a", "label": "y"}]), "appears twice"),
     ]
@@ -252,7 +253,7 @@ def test_bad_input_exits_1_with_one_line(tmp_path):
         assert r.stdout == "" and r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
     (tmp_path / "ids").write_text("a\nnope\n")
     r = invoke("classify", write_jsonl(tmp_path / "ok.jsonl", [{"id": "a", "label": "x"}]), gold, "--ids", tmp_path / "ids")
-    assert r.exit_code == 1 and "1 listed ids are not in the gold data: 'nope'" in r.stderr
+    assert r.exit_code == 1 and "1 listed id not in the gold data: 'nope'" in r.stderr
 
 
 def test_bad_usage_exits_2(tmp_path):
@@ -293,7 +294,7 @@ def test_litbank_gold_as_predictions_scores_100_and_dropping_singletons_costs_re
     assert s["without_singletons"]["conll_f1"] == pytest.approx(100)
     assert s["with_singletons"]["muc"]["f1"] == pytest.approx(100)  # MUC never sees singletons
     assert s["with_singletons"]["b_cubed"]["recall"] < 100 and s["with_singletons"]["b_cubed"]["precision"] == 100
-    assert "80 predictions outside --ids were skipped" in r.stderr
+    assert "80 predictions outside --ids, skipped" in r.stderr
 
 
 def test_squad_gold_answers_as_predictions(tmp_path):

@@ -237,6 +237,23 @@ def test_jsonl_records_ids_fields_and_per_line_errors(tmp_path):
     assert _docs(path, encoding_errors="replace")[-1].text == "Lone \ufffd surrogate"
 
 
+def test_json_errors_and_counts_read_as_english(tmp_path):
+    """json's own message may end in "at" (a raw tab in a string: "Invalid control character
+    at"): the position follows it once, not "at at column 23"; a count of one is singular."""
+    from lfcli.pipelines.wording import plural
+
+    path = tmp_path / "tab.jsonl"
+    path.write_text('{"id": "a", "text": "fine"}\n{"id": "b", "text": "a\tb"}\n', encoding="utf-8")
+    assert _docs(path)[1].error == f"{path}: line 2: invalid JSON (Invalid control character at column 23)"
+    assert [plural(1, "held-out article"), plural(2, "prediction id"), plural(12000, "document")] == [
+        "1 held-out article", "2 prediction ids", "12,000 documents"]
+    assert plural(1.0, "CPU") == "1 CPU" and plural(0.5, "GPU") == "0.5 GPUs" and plural(3, "query", "queries") == "3 queries"
+    single = tmp_path / "one.jsonl"
+    single.write_text('{"id": 1, "body": "x"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"no 'text' field in its first 1 record \(fields: id, body\)"):
+        _docs(single)
+
+
 def test_jsonl_without_the_text_field_is_a_whole_input_error(tmp_path):
     """Like a Parquet file without the column: refused before any document, naming the
     fields seen; checked on the first JSONL_CHECK_LINES lines, so one good record there is
@@ -251,7 +268,7 @@ def test_jsonl_without_the_text_field_is_a_whole_input_error(tmp_path):
     docs = _docs(mixed)
     assert [d.error is None for d in docs] == [False] * 19 + [True, False]
     prose = _write(tmp_path / "p.jsonl", "Not JSON at all.\nNeither is this.\n")
-    with pytest.raises(InputError, match=r"p\.jsonl: not JSONL: none of its first 2 lines is a JSON object"):
+    with pytest.raises(InputError, match=r"p\.jsonl: not JSONL: no JSON object in its first 2 lines"):
         iter_documents([prose])
     # inside a folder the file is checked when reached
     folder = tmp_path / "f"
