@@ -24,7 +24,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from lfcli.kernels import banded_attention, resolve_backend
-from lfcli.kernels.fused import linear_gelu
+from lfcli.kernels.fused import Dropout, linear_gelu
 from lfcli.kernels.chunked import global_columns
 
 from .config import LongformerConfig
@@ -43,7 +43,7 @@ class LongformerEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
         self.pad_token_id = config.pad_token_id
         self.bert_style_positions = config.bert_style_positions
 
@@ -176,7 +176,7 @@ class LongformerSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
@@ -413,7 +413,7 @@ class LongformerClassificationHead(nn.Module):
     def __init__(self, config: LongformerConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
         self.out_proj = nn.Linear(config.hidden_size, config.num_labels)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -473,7 +473,7 @@ class LongformerForTokenClassification(LongformerPreTrainedModel):
     def __init__(self, config: LongformerConfig):
         super().__init__(config)
         self.longformer = LongformerModel(config, add_pooling_layer=False)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
@@ -487,7 +487,7 @@ class CorefMLP(nn.Module):
         super().__init__()
         self.dense = nn.Linear(in_size, out_size)
         self.layer_norm = nn.LayerNorm(out_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.layer_norm(F.gelu(self.dense(x))))

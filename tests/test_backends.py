@@ -531,3 +531,82 @@ def test_chunked_bf16_inference_merge_matches_reference(n, window, dilation, glo
     assert (merged.double() - expected).abs().max().item() <= FLOOR[torch.bfloat16] * max(1.0, expected.abs().max().item())
     # On average no worse than the joined softmax (a single worst element differs by an ulp).
     assert (merged.double() - expected).abs().mean() <= 1.2 * (joined.double() - expected).abs().mean() + 1e-5
+
+
+# --- training: the band's own backward against its autograd twin ----------------------------
+
+@pytest.mark.parametrize("n,window,dilation", [(65, 16, 1), (200, 32, [1, 2, 1]), (257, 64, 1), (130, 48, 1)])
+@pytest.mark.parametrize("pattern", ["none", "first", "mixed", "all-global", "empty-sample"])
+@pytest.mark.parametrize("mode", ["fp32", "bf16", "autocast"])
+def test_band_backward_matches_autograd_twin(n, window, dilation, pattern, mode, monkeypatch):
+    """The training path (`chunked_grad`: blocked backward from the saved output and LSE, band
+    in fp32) and autograd through the joined softmax (`LFCLI_BAND_GRAD=autograd`) give the
+    same output and gradients: to fp32 rounding in fp32; in bf16 within bf16's rounding of
+    the twin's values (the fused band computes in fp32, so it is the closer of the two to
+    the exact result, which the grids above check)."""
+    B, H, D = 2, 3, 8
+    dtype = torch.float32 if mode == "fp32" else torch.bfloat16
+    q, k, v, grad_out = random_qkv(B, H, n, D, torch.float32 if mode == "autocast" else dtype, seed=n + len(pattern))
+    pad, glob = masks(B, n, pattern)
+    context = torch.autocast("cpu", dtype=torch.bfloat16) if mode == "autocast" else contextlib.nullcontext()
+
+    def run(band_grad):
+        monkeypatch.setenv("LFCLI_BAND_GRAD", band_grad)
+        def fn(a, b, c):
+            with context:  # under autocast the projections hand bf16 tensors to the kernel
+                a, b, c = (x.to(dtype) for x in (a, b, c))
+                return banded_attention(a, b, c, window, pad, glob, dilation, backend="chunked")
+        return forward_backward(fn, q, k, v, grad_out)
+
+    fused, twin = run("fused"), run("autograd")
+    for name, f, t in zip(("output", "dq", "dk", "dv"), fused, twin):
+        assert f.dtype == t.dtype and f.shape == t.shape, name
+        scale = max(1.0, t.abs().max().item())
+        tol = 2e-5 if mode == "fp32" else 2 * FLOOR[torch.bfloat16]
+        assert (f.double() - t.double()).abs().max().item() <= tol * scale, name
+
+
+def test_band_backward_is_used_in_training_only(monkeypatch):
+    """The fused backward runs when autograd needs the band's gradient, never in inference or
+    with attention dropout (then the twin runs)."""
+    from lfcli.kernels import chunked_grad
+
+    calls = []
+    original = chunked_grad._BandAttention.apply
+    monkeypatch.setattr(chunked_grad._BandAttention, "apply", lambda *a: calls.append(1) or original(*a))
+    q, k, v, _ = random_qkv(1, 2, 100, 8, torch.float32, seed=0)
+    glob = torch.zeros(1, 100, dtype=torch.bool)
+    glob[0, 0] = True
+    banded_attention(q, k, v, 16, None, glob, backend="chunked")
+    assert calls == []
+    banded_attention(q.requires_grad_(), k, v, 16, None, glob, dropout_p=0.1, backend="chunked")
+    assert calls == []
+    banded_attention(q, k, v, 16, None, glob, backend="chunked").sum().backward()
+    assert calls == [1] and q.grad is not None
+
+
+# --- dropout --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_matches_the_definition(dtype):
+    """lfcli's dropout is inverted dropout: each element kept with probability 1 - p and then
+    scaled by 1 / (1 - p), the gradient masked and scaled alike; identity in eval or at p=0;
+    the same mask from the same seed."""
+    from lfcli.kernels.fused import Dropout, dropout
+
+    x = (torch.rand(200_000) + 0.5).to(dtype).requires_grad_()
+    assert dropout(x, 0.1, training=False) is x and dropout(x, 0.0, training=True) is x
+    torch.manual_seed(3)
+    out = dropout(x, 0.25, training=True)
+    kept = out != 0
+    assert abs(kept.float().mean().item() - 0.75) < 0.005
+    scale = torch.tensor(1 / 0.75, dtype=dtype)
+    assert torch.equal(out[kept].detach(), (x.detach() * scale)[kept])
+    out.backward(torch.ones_like(out))
+    assert torch.equal(x.grad, kept.to(dtype) * scale)
+    torch.manual_seed(3)
+    assert torch.equal(dropout(x, 0.25, training=True), out)
+    module = Dropout(0.25).train()
+    torch.manual_seed(3)
+    assert torch.equal(module(x), out)
+    assert torch.equal(module.eval()(x), x)
