@@ -92,7 +92,8 @@ Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or summary on 
 EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
 RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
-Engine = Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data over a Parquet dataset, writing -o FOLDER/; pip install 'lfcli[ray]').")]
+# Help texts go through rich markup, where "[ray]" is a style tag and vanishes: "\\[" keeps it.
+Engine = Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data over a Parquet dataset, writing -o FOLDER/; pip install 'lfcli\\[ray]').")]
 RayAddress = Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: the cluster to join (e.g. auto, or HOST:6379; default $RAY_ADDRESS, else a local instance).")]
 Workers = Annotated[Optional[int], typer.Option("--workers", help="--engine ray: model actors (default: as many as the free resources hold, one CPU kept for reading and writing).")]
 GpusPerWorker = Annotated[Optional[float], typer.Option("--gpus-per-worker", help="--engine ray: GPUs per actor (default 1 when the cluster has GPUs, else 0; 0.5 puts two actors on a GPU).")]

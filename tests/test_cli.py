@@ -364,3 +364,20 @@ def test_merge_says_what_is_missing_and_what_it_expects(ckpts, tmp_path):
     r = invoke("merge", tmp_path / "missing", tmp_path / "out")
     assert r.exit_code == 1 and "missing: no such folder; `lfcli merge` expects" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_square_brackets_in_help_survive_rich_markup():
+    """rich reads "[ray]" as a style tag and drops it: every bracketed word of a help text
+    shows in --help (escaped as "\\[" in the source)."""
+    import typer.main
+
+    assert "pip install 'lfcli[ray]'" in _help_words("embed")
+    for path in _all_commands():
+        command = typer.main.get_command(app)
+        for name in path:
+            command = command.commands[name]
+        texts = [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]
+        words = _help_words(*path)
+        for text in texts:
+            for bracketed in re.findall(r"\S*\[[^\]\s]*\]\S*", text.replace("\\[", "[")):
+                assert bracketed in words, (path, bracketed)
