@@ -423,13 +423,12 @@ def pretrain_continue(
     batch_size: Annotated[int, typer.Option("--batch-size", "-b", help="Sequences per step and process.")] = 1,
     grad_accum: Annotated[int, typer.Option("--grad-accum", help="Steps of gradient accumulation per update.")] = 8,
     lr: Annotated[float, typer.Option("--lr", help="Peak learning rate (the paper: 3e-5).")] = 3e-5,
-    warmup_steps: Annotated[int, typer.Option("--warmup-steps", help="Linear warm-up updates, then power-3 polynomial decay.")] = 500,
+    warmup_steps: Annotated[Optional[int], typer.Option("--warmup-steps", help="Linear warm-up updates, then power-3 polynomial decay (default: 6% of --max-steps, at most 500).")] = None,
     max_steps: Annotated[int, typer.Option("--max-steps", help="Optimizer updates in all.")] = 1000,
     weight_decay: Annotated[float, typer.Option("--weight-decay")] = 0.01,
     mask_prob: Annotated[float, typer.Option("--mask-prob", help="Share of tokens masked (80% [MASK], 10% random, 10% kept).")] = 0.15,
     max_grad_norm: Annotated[float, typer.Option("--max-grad-norm", help="Gradient clipping (0 turns it off).")] = 1.0,
     save_every: Annotated[int, typer.Option("--save-every", help="Score the held-out set, keep the best model and rewrite the resume state every N updates (0: at the end only).")] = 200,
-    keep_checkpoints: Annotated[Optional[int], typer.Option("--keep-checkpoints", help="No effect, kept for old scripts: a run keeps one resume state and its best model.")] = None,
     max_eval_sequences: Annotated[int, typer.Option("--max-eval-sequences", help="Cap on held-out sequences (CPU time).")] = 256,
     eval_fraction: Annotated[float, typer.Option("--eval-fraction", help="Share of documents held out for MLM loss / bits per token.")] = 0.05,
     seed: Annotated[int, typer.Option("--seed")] = 0,
@@ -475,7 +474,7 @@ def pretrain_continue(
             attention_backend=attention_backend, resume=resume, force=force, text_column=text_column,
             id_column=id_column, glob=glob, encoding_errors=encoding_errors, progress=live,
             log=None if live or quiet else log, max_grad_norm=max_grad_norm or None,
-            keep_checkpoints=keep_checkpoints, max_eval_sequences=max_eval_sequences,
+            max_eval_sequences=max_eval_sequences,
         )
         if os.environ.get("RANK", "0") == "0":
             typer.echo(json.dumps(summary, default=str))  # the run's summary is this command's data

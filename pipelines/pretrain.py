@@ -48,8 +48,8 @@ Model
     vocabulary projection of the other positions is never materialised); the trainer
     divides by the update's masked tokens (all micro-batches, all processes).
 Optimisation (trainer settings)
-  * AdamW with RoBERTa's betas 0.9/0.98 and eps 1e-6, linear warm-up over `warmup_steps`,
-    then power-3 polynomial decay to 0 at `max_steps` (`lr_factor`), clipping at
+  * AdamW with RoBERTa's betas 0.9/0.98 and eps 1e-6, linear warm-up over `warmup_steps`
+    (default: 6% of `max_steps`, at most 500), then power-3 polynomial decay to 0 at `max_steps` (`lr_factor`), clipping at
     `max_grad_norm`, `grad_accum` micro-batches of `batch_size` sequences per process and
     update, no early stopping. bf16 autocast on CUDA and on CPUs with native bf16
     (`autocast="auto"`), fp32 elsewhere or with `autocast="none"`.
@@ -94,6 +94,10 @@ from .wording import plural
 __all__ = ["pretrain_continue", "lr_factor", "mask_tokens", "MaskVocab", "build_sequences", "split_heldout", "MLMTask"]
 
 LN2 = math.log(2.0)
+#: Default warm-up: the share of the updates that fine-tuning warms up over (6%), at most the
+#: paper's 500 updates (of 65k): a fixed 500 refused any run of 500 updates or fewer.
+WARMUP_SHARE = TrainConfig.warmup
+MAX_DEFAULT_WARMUP = 500
 MIN_TAIL = 16  # a document's last piece is dropped when shorter (unless it is the whole document)
 # What a run writes to OUTPUT (removed by force=True before a new run; nothing else is).
 OUTPUT_FILES = ("config.json", "model.safetensors", *TOKENIZER_FILES)  # what --force removes, with the trainer's files
@@ -374,13 +378,12 @@ def pretrain_continue(
     batch_size: int = 1,
     grad_accum: int = 8,
     lr: float = 3e-5,
-    warmup_steps: int = 500,
+    warmup_steps: int | None = None,
     max_steps: int = 1000,
     weight_decay: float = 0.01,
     max_grad_norm: float | None = 1.0,
     mask_prob: float = 0.15,
     save_every: int | None = 200,
-    keep_checkpoints: int | None = None,
     eval_fraction: float = 0.05,
     max_eval_sequences: int | None = 256,
     seed: int = 0,
@@ -401,8 +404,7 @@ def pretrain_continue(
     and the resume state go to the folder `output`. See the module docstring.
 
     `save_every` updates between evaluations and resume states (0 or None: at the end
-    only). `keep_checkpoints` is accepted for the CLI's --keep-checkpoints and has no effect:
-    a run keeps one resume state and its best model.
+    only); a run keeps one resume state and its best model.
 
     `log(record)` (rank 0 only) receives the trainer's records (see metrics.jsonl), with
     evaluations named: {"event": "message", "message"}, {"event": "eval", "when": "before" |
@@ -413,6 +415,8 @@ def pretrain_continue(
     figures; "eval_loss_after" is the held-out loss of the model kept in OUTPUT/.
     """
     save_every = save_every or max_steps
+    if warmup_steps is None:
+        warmup_steps = min(MAX_DEFAULT_WARMUP, int(WARMUP_SHARE * max_steps))
     config = TrainConfig(
         lr=lr, max_steps=max_steps, warmup_steps=warmup_steps, decay_power=3.0, batch_size=batch_size,
         grad_accum=grad_accum, weight_decay=weight_decay, betas=(0.9, 0.98), eps=1e-6, max_grad_norm=max_grad_norm,
@@ -463,8 +467,6 @@ def pretrain_continue(
         config_file = LongformerConfig.from_json_file(folder / "config.json")
         seq_len = min(max_length or config_file.max_tokens, config_file.max_tokens)
         resolve_backend(attention_backend, config_file.attention_backend, dist.device)  # refuse a bad backend now
-        if keep_checkpoints is not None:
-            say("--keep-checkpoints has no effect: a run keeps one resume state (OUTPUT/train_state) and its best model")
 
         # ---- data ----
         tok = DocumentTokenizer.from_folder(folder, seq_len)

@@ -387,3 +387,25 @@ def test_short_run_on_litbank_lowers_heldout_loss_of_bundled_model(tmp_path):
     )
     assert summary["head"] == "new" and summary["eval_sequences"] >= 2
     assert summary["eval_loss_after"] < summary["eval_loss_before"], summary
+
+
+def test_a_short_run_warms_up_over_a_share_of_it(tiny, corpus, tmp_path):
+    """--warmup-steps defaults to 6% of --max-steps (at most 500): a 40-update run works and
+    warms up over 2 updates (a fixed default of 500 refused every run of 500 updates or fewer);
+    an explicit warm-up as long as the run stays a usage error. --keep-checkpoints is gone."""
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    out = tmp_path / "short"
+    args = ["pretrain-continue", str(corpus), "-m", str(tiny), "-o", str(out), "--max-steps", "40", "--grad-accum", "1",
+            "--save-every", "0", "--lr", "1e-3", "--quiet"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    steps = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    lrs = [s["lr"] for s in steps if s["event"] == "step"]
+    assert len(lrs) == 40 and lrs[0] == pytest.approx(1e-3 / 2) and lrs[1] == pytest.approx(1e-3)
+    r = CliRunner().invoke(app, [*args, "--force", "--warmup-steps", "40"])
+    assert r.exit_code == 2 and "--warmup-steps (40) must be >= 0 and smaller than --max-steps (40)" in r.stderr
+    r = CliRunner().invoke(app, [*args, "--force", "--keep-checkpoints", "2"])
+    assert r.exit_code == 2 and "No such option" in r.output
