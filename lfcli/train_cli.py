@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from .cli import _guarded, app
+from .cli import Device, _guarded, app
 
 finetune_app = typer.Typer(
     help="Train a task model (a LoRA adapter + head by default) on labelled data; the best model by validation ends in -o DIR.",
@@ -44,7 +44,6 @@ LoraRank = Annotated[int, typer.Option("--lora-rank", help="Rank of the LoRA upd
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seeds the split, the head's initialisation, the data order and dropout.")]
 Patience = Annotated[int, typer.Option("--patience", help="Stop after this many evaluations without a better validation score.")]
-Device = Annotated[str, typer.Option("--device", "-d", help="cpu, cuda, cuda:1, ...")]
 Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
 Force = Annotated[bool, typer.Option("--force", "-F", help="Start over: remove an earlier run's model and training state in DIR.")]
 Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue the interrupted run in DIR from its last checkpoint (same weights as an uninterrupted run).")]
@@ -99,7 +98,7 @@ def finetune_classify(
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
     adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 3,
-    device: Device = "cpu", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
+    device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
     subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."""
@@ -117,7 +116,7 @@ def finetune_qa(
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
     adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 2,
-    device: Device = "cpu", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
+    device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
     text), question and answers ({text, answer_start} lists). Validation holds out whole articles."""
@@ -134,7 +133,7 @@ def finetune_corefs(
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 2048, max_length: MaxLength = None, global_: Global = None,
     adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 6,
-    device: Device = "cpu", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
+    device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
     (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""

@@ -32,6 +32,8 @@ from .wording import plural
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt")
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
+ADAPTERS = ("lora", "full")
+MIN_TRAIN_LENGTH = 16  # shortest training window, in tokens
 
 
 def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
@@ -42,8 +44,6 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
     from lfcli.models.checkpoint import init_from_encoder
     from lfcli.models.lora import add_lora, trainable_parameters
 
-    if adapter not in ("lora", "full"):
-        raise UsageError(f"--adapter {adapter!r}: choose lora or full")
     cls = ARCHITECTURES[class_name]
     config = LongformerConfig.from_json_file(folder / "config.json")
     for key, value in (config_changes or {}).items():
@@ -161,19 +161,31 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
     from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
 
+    from .runner import resolve_device
+
+    from .policies import check_policy
+
+    # Every option before any data is read: a typo must not cost the minutes of reading a data set.
     if task not in TASKS:
         raise UsageError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if adapter not in ADAPTERS:
+        raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
+    if max_length is not None and max_length < MIN_TRAIN_LENGTH:
+        raise UsageError(f"--max-length must be at least {MIN_TRAIN_LENGTH} tokens for training")
+    if global_policy is not None:
+        check_policy(global_policy)
     if lora_rank < 1:
         raise UsageError("--lora-rank must be at least 1")
     if not 0 <= validation_split < 1:
         raise UsageError("--validation-split must be in [0, 1)")
     config = train_config or TrainConfig()
     config.check()
+    torch_device = resolve_device(device)  # "auto": CUDA when there is a GPU, else cpu, as at inference
     out = Path(output)
     base = model or DEFAULT_MODEL
     folder = resolve_model(base)
     check_output(out, folder, resume, force, "finetune")
-    dist = Dist(device)
+    dist = Dist(str(torch_device))
 
     def say(message: str) -> None:
         if log is not None and dist.main:
@@ -221,8 +233,9 @@ def _tokenizer(folder: Path, max_length: int | None, default: int):
 
     limit = LongformerConfig.from_json_file(folder / "config.json").max_tokens
     length = min(max_length or default, limit)
-    if length < 16:
-        raise UsageError("--max-length must be at least 16 tokens for training")
+    if length < MIN_TRAIN_LENGTH:  # a --max-length that short is refused before; this is the model's own
+        raise InputError(f"{folder}: the model takes {limit} positions; training needs windows of at least "
+                         f"{MIN_TRAIN_LENGTH} tokens")
     return DocumentTokenizer.from_folder(tokenizer_folder(folder), length), length
 
 

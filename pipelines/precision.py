@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # torch is imported where it is used: `--help` and option che
 
 DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
           "float16": "float16", "fp16": "float16"}
+AUTOCAST_MODES = ("auto", "bf16", "none")  # training's --autocast (see autocast_for)
 # oneDNN does the bf16 matmuls; when it is capped below AVX-512 (ONEDNN_MAX_CPU_ISA), it has
 # no native bf16 whatever the CPU has.
 _ONEDNN_WITHOUT_BF16 = ("sse41", "avx", "avx2", "avx2_vnni", "avx2_vnni_2", "avx512_core", "avx512_core_vnni")
@@ -85,13 +86,18 @@ def describe_auto() -> str:
     return "--dtype auto: float32 on this CPU (no native bf16, where bf16 would be emulated and slower)"
 
 
+def check_autocast(mode: str) -> None:
+    """Refuse an unknown --autocast (a UsageError), before a training run reads its data."""
+    if mode not in AUTOCAST_MODES:
+        raise UsageError(f"--autocast {mode!r}: choose {', '.join(AUTOCAST_MODES)}")
+
+
 def autocast_for(device: torch.device, mode: str = "auto"):
     """A context factory for training: bf16 autocast on CUDA and on CPUs with native bf16
     ("auto"), or as asked ("bf16" / "none"). Returns (factory, uses_bf16)."""
     import torch
 
-    if mode not in ("auto", "bf16", "none"):
-        raise UsageError(f"--autocast {mode!r}: choose auto, bf16 or none")
+    check_autocast(mode)
     use = mode == "bf16" or (mode == "auto" and (device.type == "cuda" or cpu_has_native_bf16()))
     if not use:
         return nullcontext, False

@@ -272,6 +272,8 @@ class TrainConfig:
     log_every: int = 10
 
     def check(self) -> None:
+        from .precision import check_autocast
+
         if not self.lr > 0:
             raise UsageError("--lr must be positive")
         if self.max_steps is None and not self.epochs > 0:
@@ -291,6 +293,7 @@ class TrainConfig:
             raise UsageError("--weight-decay must be >= 0")
         if self.patience is not None and self.patience < 1:
             raise UsageError("--patience must be at least 1")
+        check_autocast(self.autocast)
 
 
 @dataclass

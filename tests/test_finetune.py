@@ -353,3 +353,34 @@ def test_semeval_articles_xml_is_an_inference_input(tmp_path):
     (tmp_path / "notes.xml").write_text("<notes>plain xml is text</notes>", encoding="utf-8")
     assert [(d.id, d.text) for d in iter_documents([str(tmp_path / "articles.xml")])] == [("7", "T\n\nBody.")]
     assert [d.text for d in iter_documents([str(tmp_path / "notes.xml")])] == ["<notes>plain xml is text</notes>"]
+
+
+@pytest.mark.parametrize("task", ["classify", "qa", "corefs"])
+def test_finetune_options_are_refused_before_any_data_is_read(task, tmp_path):
+    """A bad --adapter (or --autocast, --global, --max-length) is exit 2 in one line, before the
+    (here missing) data would have been read and failed with exit 1."""
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    for option, message in [(["--adapter", "qlora"], "--adapter 'qlora': choose lora or full"),
+                            (["--autocast", "fp8"], "--autocast 'fp8': choose auto, bf16, none"),
+                            (["--global", "sentences"], "--global 'sentences'"),
+                            (["--max-length", "8"], "--max-length must be at least 16 tokens for training")]:
+        r = CliRunner().invoke(app, ["finetune", task, str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "out"), *option])
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and message in r.stderr, (option, r.output)
+    assert not (tmp_path / "out").exists()
+
+
+def test_finetune_device_defaults_to_auto_as_inference_does():
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    def device_help(*command):
+        words = " ".join(CliRunner().invoke(app, [*command, "--help"]).stdout.replace("│", " ").split())
+        return words.split("--device -d TEXT ")[1].split(" --")[0]
+
+    assert device_help("finetune", "qa") == device_help("embed")
+    assert device_help("finetune", "classify").startswith("auto (CUDA when there is a GPU, else cpu)")
+    assert "[default: auto]" in device_help("finetune", "corefs")
