@@ -307,16 +307,37 @@ class Plan:
 
 def plan_update(stream: Stream, examples: Sequence, cursor: int, batch_tokens: int, micro_tokens: int,
                 rank: int = 0, world: int = 1) -> Plan:
-    """Take examples from the stream until they hold batch_tokens tokens (at least one per
-    process), longest first into micro-batches of at most micro_tokens padded tokens, and
-    deal the micro-batches to the processes round-robin (more taken until each has one)."""
-    taken, tokens = [], 0
+    """The update starting at stream position `cursor`: its examples, longest first in
+    micro-batches of at most micro_tokens padded tokens, dealt to the processes round-robin.
+
+    An update never reaches into the next epoch: each epoch is split into exactly
+    steps_per_epoch(examples, batch_tokens) updates, update k ending once the epoch's examples
+    so far hold k/steps_per_epoch of its tokens (at least one example each). So an update
+    holds about batch_tokens tokens, or the whole data set when that is smaller, and
+    `--epochs 1` is one pass over the data. (Under torchrun an update takes a few examples
+    more when its micro-batches do not share evenly among the processes.)"""
+    import bisect
+    import itertools
+
+    n_examples = len(examples)
+    per_epoch = steps_per_epoch(examples, batch_tokens)
+    start = cursor - cursor % n_examples  # of the epoch
+    # The epoch's update ends (stream positions, relative to its start), from its token count
+    # so far at each position: the same in every process and on every call, so the plan needs
+    # no state beyond the cursor (resume included).
+    cum = list(itertools.accumulate((len(examples[stream[start + p]]) for p in range(n_examples)), initial=0))
+    ends, end = [], 0
+    for k in range(1, per_epoch):
+        end = max(end + 1, bisect.bisect_left(cum, -(-k * cum[-1] // per_epoch)))
+        ends.append(min(end, n_examples - (per_epoch - k)))  # leave an example for each update after it
+    stop = start + next(e for e in [*ends, n_examples] if e > cursor - start)
+    taken = [stream[k] for k in range(cursor, stop)]
+    cursor = stop
     while True:
-        while tokens < batch_tokens or len(taken) < world:
-            i = stream[cursor]
+        while len(taken) < world:  # an example for each process
+            taken.append(stream[cursor])
             cursor += 1
-            taken.append(i)
-            tokens += len(examples[i])
+        tokens = sum(len(examples[i]) for i in taken)
         taken.sort(key=lambda i: (-len(examples[i]), i))
         micro: list[list[int]] = []
         for i in taken:
@@ -327,7 +348,8 @@ def plan_update(stream: Stream, examples: Sequence, cursor: int, batch_tokens: i
                 micro.append([i])
         if len(micro) % world == 0:
             return Plan(micro[rank::world], cursor, tokens)
-        batch_tokens = tokens + 1  # one more example, until the processes share evenly
+        taken.append(stream[cursor])  # one more example, until the processes share evenly
+        cursor += 1
 
 
 def plan_fixed(stream: Stream, examples: Sequence, cursor: int, batch_size: int, grad_accum: int,
@@ -340,8 +362,12 @@ def plan_fixed(stream: Stream, examples: Sequence, cursor: int, batch_size: int,
 
 
 def steps_per_epoch(examples: Sequence, batch_tokens: int) -> int:
+    """Updates in one pass over the examples (plan_update's split of every epoch): as many as
+    updates of at most batch_tokens tokens on average need, at least one, at most one per
+    example. A data set smaller than batch_tokens is one update per epoch, not dozens of
+    passes over it in one update."""
     total = sum(len(e) for e in examples)
-    return max(1, round(total / batch_tokens))
+    return max(1, min(len(examples), math.ceil(total / batch_tokens)))
 
 
 # -- the loop -------------------------------------------------------------------------------------

@@ -141,6 +141,32 @@ def test_plan_update_takes_each_example_once_per_epoch_under_the_budgets(world):
     assert sorted(stream[k] for k in range(len(examples))) == list(range(len(examples)))
 
 
+def test_an_epoch_is_one_pass_in_steps_per_epoch_updates():
+    """Whatever the lengths and the budget, every epoch is steps_per_epoch updates that take
+    each example once; a data set under the budget is one update, not many passes in one."""
+    import random
+
+    from lfcli.pipelines.trainer import steps_per_epoch
+
+    rng = random.Random(0)
+    for trial in range(200):
+        examples = [Sized(rng.randint(1, 300)) for _ in range(rng.randint(1, 30))]
+        budget = rng.choice([1, 40, 300, 2000, 16384])
+        per_epoch = steps_per_epoch(examples, budget)
+        stream, cursor = Stream(len(examples), seed=trial), 0
+        for epoch in range(1, 3):
+            updates, seen = 0, []
+            while cursor < epoch * len(examples):
+                plan = plan_update(stream, examples, cursor, batch_tokens=budget, micro_tokens=10**9)
+                seen += [i for micro in plan.micro for i in micro]
+                cursor, updates = plan.cursor, updates + 1
+            assert cursor == epoch * len(examples) and updates == per_epoch
+            assert sorted(seen) == list(range(len(examples)))
+    small = [Sized(20)] * 20
+    assert steps_per_epoch(small, 16384) == 1
+    assert plan_update(Stream(20, seed=0), small, 0, batch_tokens=16384, micro_tokens=8192).cursor == 20
+
+
 # -- decoding ------------------------------------------------------------------------------------------
 def test_best_spans_ranks_by_margin_over_the_null_score():
     start = torch.tensor([0.0, 5.0, 1.0, 0.0])
@@ -384,3 +410,25 @@ def test_finetune_device_defaults_to_auto_as_inference_does():
     assert device_help("finetune", "qa") == device_help("embed")
     assert device_help("finetune", "classify").startswith("auto (CUDA when there is a GPU, else cpu)")
     assert "[default: auto]" in device_help("finetune", "corefs")
+
+
+def test_finetune_one_epoch_sees_each_example_once(base, tmp_path):
+    """`finetune classify --epochs 1` on 20 short documents: one update holding each document's
+    window once (its tokens are the data set's), not dozens of passes filling --batch-tokens."""
+    from tokenizers import Tokenizer
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    data = labelled_jsonl(tmp_path / "train.jsonl", n=20)
+    validation = labelled_jsonl(tmp_path / "val.jsonl", n=4)
+    out = tmp_path / "cls"
+    r = CliRunner().invoke(app, ["finetune", "classify", str(data), "--validation", str(validation), "-o", str(out),
+                                 "-m", str(base), "--epochs", "1", "--lora-rank", "2", "--quiet"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert (start["examples"], start["steps_per_epoch"], start["max_steps"]) == (20, 1, 1)
+    tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
+    texts = [json.loads(line)["text"] for line in data.read_text().splitlines()]
+    assert summary["updates"] == 1 and summary["tokens"] == sum(len(tokenizer.encode(t).ids) for t in texts)
