@@ -168,9 +168,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
     if job.get("engine") is not None and job["engine"].engine == "ray":
         from lfcli.pipelines.ray_engine import run_ray
 
-        stats, already_done, first_error = run_ray(task, inputs, output, quiet, read, job, pipe_opts)
-        if not quiet:
-            _summary(stats, already_done, first_error)
+        _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet)
         return
     # Every option first, then inputs and output, then the model: a typo fails in a blink.
     check_options(
@@ -190,8 +188,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
                 if first_error is None and row.get("error"):
                     first_error = row["error"]
                 writer.write(row)
-    if not quiet:
-        _summary(pipe.stats, len(already_done), first_error)
+    _finish(pipe.stats, len(already_done), first_error, quiet)
 
 
 def _engine(engine: str, ray_address, workers, gpus_per_worker, cpus_per_worker):
@@ -201,25 +198,30 @@ def _engine(engine: str, ray_address, workers, gpus_per_worker, cpus_per_worker)
     return engine_options(engine, ray_address, workers, gpus_per_worker, cpus_per_worker)
 
 
-def _summary(stats, already_done: int, first_error: str | None) -> None:
-    """The job's lines on stderr: failures first, then rates over the documents that ran
-    (a failed document costs nothing, so counting it would inflate docs/s)."""
+def _finish(stats, already_done: int, first_error: str | None, quiet: bool) -> None:
+    """The job's closing lines on stderr: failures first, then rates over the documents that
+    ran (a failed document costs nothing, so counting it would inflate docs/s). A job whose
+    every document failed exits 1, its error rows written all the same: it made nothing."""
     import time
 
+    from lfcli.pipelines.errors import InputError
     from lfcli.pipelines.wording import plural
 
+    already = f"; {already_done} already in the output" if already_done else ""
+    if stats.docs and stats.errors == stats.docs:
+        raise InputError(f"all {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error}){already}")
+    if quiet:
+        return
     dt = max(time.perf_counter() - stats.started, 1e-9)
     ok = stats.docs - stats.errors
     lines = []
     if stats.errors:
-        which = f"all {plural(stats.errors, 'document')}" if not ok else f"{stats.errors} of {plural(stats.docs, 'document')}"
-        lines.append(f"{which} failed, each with an error row (first: {first_error})")
+        lines.append(f"{stats.errors} of {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error})")
     if ok:
         lines.append(f"{plural(ok, 'document')} done in {dt:.1f} s: {ok / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s")
-    elif not stats.docs:
+    else:
         lines.append("no documents to run")
-    if already_done:
-        lines[-1] += f"; {already_done} already in the output"
+    lines[-1] += already
     for line in lines:
         typer.echo(f"lfcli: {line}", err=True)
 

@@ -256,9 +256,15 @@ def test_failures_are_reported_first_without_their_throughput(ckpts, tmp_path):
     folder.mkdir()
     (folder / "a.txt").write_text("")
     (folder / "b.txt").write_text("   ")
-    r = invoke("embed", folder, "-m", ckpts["embed"])
-    assert r.exit_code == 0 and [x["id"] for x in rows_of(r.stdout)] == ["a.txt", "b.txt"]
-    assert r.stderr == f"lfcli: all 2 documents failed, each with an error row (first: {folder / 'a.txt'}: empty document)\n"
+    # no document succeeded: exit 1, one line, the error rows written all the same (--quiet too)
+    for quiet in ([], ["--quiet"]):
+        r = invoke("embed", folder, "-m", ckpts["embed"], *quiet)
+        assert r.exit_code == 1 and [x["id"] for x in rows_of(r.stdout)] == ["a.txt", "b.txt"]
+        assert r.stderr == (f"lfcli: error: all 2 documents failed, each with an error row "
+                            f"(first: {folder / 'a.txt'}: empty document)\n")
+    out = tmp_path / "out.parquet"
+    assert invoke("embed", folder, "-m", ckpts["embed"], "-o", out).exit_code == 1
+    assert [x["id"] for x in pq.read_table(out).to_pylist()] == ["a.txt", "b.txt"]  # a finished, readable file
     (folder / "c.txt").write_text("The court held that the contract was void.")
     lines = invoke("embed", folder, "-m", ckpts["embed"]).stderr.splitlines()
     assert lines[0].startswith("lfcli: 2 of 3 documents failed") and lines[1].startswith("lfcli: 1 document done in ")
