@@ -130,6 +130,9 @@ def finetune_corefs(
     data: Data, output: Output, model: Model = None,
     ids: Annotated[Optional[str], typer.Option("--ids", help="Train only on the documents listed in this file (one id per line, e.g. LitBank's train.ids).")] = None,
     validation_ids: Annotated[Optional[str], typer.Option("--validation-ids", help="Validate on these documents (of --validation, else of DATA).")] = None,
+    gap: Annotated[Optional[List[str]], typer.Option("--gap", help="GAP TSV files (A-coref/B-coref labels) whose rows also train the pronoun's antecedent.")] = None,
+    gap_validation: Annotated[Optional[str], typer.Option("--gap-validation", help="A GAP TSV scored at each evaluation; the best model then has the best mean of CoNLL F1 and GAP F1.")] = None,
+    ffnn_size: Annotated[Optional[int], typer.Option("--ffnn-size", help="Width of the coreference head's mention and antecedent layers (default 128).")] = None,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 2048, max_length: MaxLength = None, global_: Global = None,
     adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 6,
@@ -139,7 +142,8 @@ def finetune_corefs(
     (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""
     _guarded(lambda: _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
                           max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-                          quiet, ids=ids, validation_ids=validation_ids))
+                          quiet, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
+                          ffnn_size=ffnn_size))
 
 
 @app.command("merge")

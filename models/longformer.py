@@ -568,9 +568,11 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         self.antecedent_e2s_classifier = nn.Linear(size, size)
         self.post_init()
 
-    def mention_scores(self, hidden: torch.Tensor, start_mask: torch.Tensor, end_mask: torch.Tensor) -> torch.Tensor:
+    def mention_scores(self, hidden: torch.Tensor, start_mask: torch.Tensor, end_mask: torch.Tensor,
+                       segment_ids: torch.Tensor | None = None) -> torch.Tensor:
         """(B, n, W) f_m of the span [i, i + w]; -inf unless token i may start a mention,
-        token i + w may end one, and i + w < n."""
+        token i + w may end one, i + w < n, and (with segment_ids, e.g. paragraphs) both lie
+        in one segment."""
         B, n, _ = hidden.shape
         start_m, end_m = self.start_mention_mlp(hidden), self.end_mention_mlp(hidden)
         s2e = self.mention_s2e_classifier(start_m)  # B_m m_s, (B, n, size)
@@ -581,24 +583,27 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         for w in range(width):  # the span [i, i + w] for every i at once: O(n size) memory per width
             bilinear = (s2e[:, : n - w] * end_m[:, w:]).sum(-1)  # (B, n - w)
             ok = start_mask[:, : n - w] & end_mask[:, w:]
+            if segment_ids is not None:
+                ok = ok & (segment_ids[:, : n - w] == segment_ids[:, w:])
             col = (start_score[:, : n - w] + end_score[:, w:] + bilinear).float().masked_fill(~ok, float("-inf"))
             columns.append(F.pad(col, (0, w), value=float("-inf")))
         return torch.stack(columns, dim=-1)
 
     def score(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None, mention_mask=None,
-              start_mask=None, end_mask=None, keep=None) -> CorefScores:
+              start_mask=None, end_mask=None, keep=None, segment_ids=None) -> CorefScores:
         """mention_mask (B, n) bool: tokens a mention may cover (default: the non-padding
         tokens); start_mask / end_mask: tokens a mention may start / end on (default:
-        mention_mask; e.g. the first and last sub-word of words). keep (B, n, W) bool: spans
-        kept whatever their score (training: the gold mentions, so that the antecedent loss
-        sees every gold link from the first update)."""
+        mention_mask; e.g. the first and last sub-word of words); segment_ids (B, n): a
+        mention's first and last token share one (paragraphs; default: no such rule). keep
+        (B, n, W) bool: spans kept whatever their score (training: the gold mentions, so that
+        the antecedent loss sees every gold link from the first update)."""
         hidden = self.encode(input_ids, attention_mask, global_attention_mask, token_type_ids)
         B, n, _ = hidden.shape
         if mention_mask is None:
             mention_mask = attention_mask.bool() if attention_mask is not None else torch.ones_like(input_ids, dtype=torch.bool)
         start_mask = mention_mask if start_mask is None else start_mask & mention_mask
         end_mask = mention_mask if end_mask is None else end_mask & mention_mask
-        scores = self.mention_scores(hidden, start_mask, end_mask)  # (B, n, W)
+        scores = self.mention_scores(hidden, start_mask, end_mask, segment_ids)  # (B, n, W)
         width = scores.shape[-1]
         k = max(1, min(int(self.top_lambda * int(mention_mask.sum(dim=1).max())), n * width))
         rank = scores.detach()
@@ -624,11 +629,12 @@ class LongformerForCoreference(LongformerPreTrainedModel):
                            pair.masked_fill(~allowed, float("-inf")))
 
     def forward(self, input_ids, attention_mask=None, global_attention_mask=None, token_type_ids=None, mention_mask=None,
-                start_mask=None, end_mask=None):
+                start_mask=None, end_mask=None, segment_ids=None):
         """(spans (B, K, 2) [start, end] inclusive, valid (B, K), antecedent_scores (B, K, K)
         with -inf where column j is not an earlier valid mention of row i, mention scores of
         the spans (B, K)). See `score`."""
-        out = self.score(input_ids, attention_mask, global_attention_mask, token_type_ids, mention_mask, start_mask, end_mask)
+        out = self.score(input_ids, attention_mask, global_attention_mask, token_type_ids, mention_mask, start_mask, end_mask,
+                         segment_ids=segment_ids)
         return out.spans, out.valid, out.antecedent_scores, out.top_scores
 
 

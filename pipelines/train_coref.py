@@ -60,12 +60,16 @@ class CorefDocument:
     id: str
     text: str
     clusters: list[list[tuple[int, int]]]  # character spans, end exclusive
+    # Partially annotated (GAP): only the listed mentions' links are known; other spans of the
+    # text may be mentions too, so no mention loss, and links among the listed ones only.
+    partial: bool = False
 
 
 @dataclass
 class CorefExample:
     item: Item
     mentions: list[tuple[int, int, int]]  # (start, end inclusive, cluster) window positions
+    partial: bool = False
 
     def __len__(self) -> int:
         return len(self.item)
@@ -137,6 +141,34 @@ def _clusters_of(doc: Document) -> tuple[list[list[tuple[int, int]]], str | None
     return clusters, None
 
 
+def gap_documents(path: str) -> tuple[list[CorefDocument], list[str]]:
+    """GAP rows (a TSV with A-coref / B-coref labels) as partially annotated documents:
+    the pronoun, name A and name B are the mentions, the pronoun in the cluster of the name
+    it refers to (if any), the two names apart (GAP's names are two different people). The
+    antecedent loss then asks, among these three, for the pronoun's right antecedent (or
+    the dummy): the signal GAP gives, and no more (other mentions in the text are unlabelled,
+    hence no mention loss on these documents)."""
+    from .metrics import read_gap
+
+    docs, problems = [], []
+    for ex in read_gap(path):
+        if ex.a_coref is None or ex.b_coref is None:
+            problems.append(f"{ex.id}: no A-coref / B-coref label")
+            continue
+        if ex.a_coref and ex.b_coref:
+            problems.append(f"{ex.id}: both names labelled coreferent with the pronoun")
+            continue
+        a, b, pronoun = ex.a_span, ex.b_span, ex.pronoun_span
+        if ex.a_coref:
+            clusters = [[a, pronoun], [b]]
+        elif ex.b_coref:
+            clusters = [[b, pronoun], [a]]
+        else:
+            clusters = [[a], [b], [pronoun]]
+        docs.append(CorefDocument(f"gap:{ex.id}", ex.text, [sorted(c) for c in clusters], partial=True))
+    return docs, problems
+
+
 def split_documents(docs: list[CorefDocument], fraction: float, seed: int) -> tuple[list, list]:
     """(train, validation): a seeded share of whole documents held out."""
     order = list(range(len(docs)))
@@ -178,7 +210,7 @@ def window_examples(task: CorefTask, doc: CorefDocument, width: int) -> tuple[li
         s0, s1 = item.window.span
         shift = item.window.content_start - s0
         inside = sorted({(s + shift, e + shift, c) for s, e, c in mentions if s0 <= s and e < s1 and e - s < width})
-        out.append(CorefExample(item, inside))
+        out.append(CorefExample(item, inside, partial=doc.partial))
     return out, too_wide
 
 
@@ -194,6 +226,10 @@ class CorefTrainTask:
     mention_weight: float = 1.0
     examples: list[CorefExample] = field(default_factory=list)
     save_fn: object = None
+    # A partially annotated (GAP) window counts as this share of a fully annotated one: a
+    # LitBank document holds hundreds of links, a GAP row two.
+    partial_weight: float = 0.2
+    gap_validation: list = field(default_factory=list)  # GapExamples scored at each evaluation
 
     def build(self, docs: list[CorefDocument]) -> dict:
         counts = {"documents": 0, "windows": 0, "mentions": 0, "too_wide": 0, "skipped": 0}
@@ -221,35 +257,47 @@ class CorefTrainTask:
             for s, t, c in e.mentions:
                 gold[b, s, t - s] = c + 1
         batch["gold_cluster"] = gold
+        batch["partial"] = torch.tensor([e.partial for e in examples], dtype=torch.bool)
+        batch["weight"] = torch.tensor([self.partial_weight if e.partial else 1.0 for e in examples])
         return batch
 
     def count(self, batch: dict) -> float:
-        return float(batch["input_ids"].shape[0])
+        return float(batch["weight"].sum())
 
     def loss(self, model, batch: dict) -> torch.Tensor:
         inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids",
-                                        "mention_mask", "start_mask", "end_mask")}
+                                        "mention_mask", "start_mask", "end_mask", "segment_ids")}
         n = batch["input_ids"].shape[1]
         gold = batch["gold_cluster"][:, :, : min(self.width, n)]
         out = model.score(**inputs, keep=gold > 0)
-        return coref_loss(out, gold, batch["mention_mask"], self.mention_weight)
+        return coref_loss(out, gold, batch["mention_mask"], self.mention_weight, batch["partial"], batch["weight"])
 
     def evaluate(self, model) -> dict:
         rows = predict_rows(model, self.coref, [Document(d.id, d.text) for d in self.validation], self.pad_id)
         pairs = [(d.clusters, [[(m["start"], m["end"]) for m in c] for c in row["clusters"]])
                  for d, row in zip(self.validation, rows)]
-        return score_clusters(pairs)
+        metrics = score_clusters(pairs)
+        if self.gap_validation:
+            gap = gap_scores_of(model, self.coref, self.gap_validation, self.pad_id)
+            metrics.update({"gap_f1": gap["overall"]["f1"], "gap_precision": gap["overall"]["precision"],
+                            "gap_recall": gap["overall"]["recall"], "gap_f1_masculine": gap["masculine"]["f1"],
+                            "gap_f1_feminine": gap["feminine"]["f1"]})
+            # One criterion for both: the mean of LitBank's CoNLL F1 and GAP's F1.
+            metrics["score"] = (metrics["conll_f1"] + metrics["gap_f1"]) / 2
+        return metrics
 
     def save(self, model, folder: Path) -> None:
         self.save_fn(model, folder)
         drop_unused_lora(folder)
 
 
-def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weight: float = 1.0) -> torch.Tensor:
+def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weight: float = 1.0,
+               partial: torch.Tensor | None = None, weight: torch.Tensor | None = None) -> torch.Tensor:
     """Summed over the batch's windows: the antecedent NLL averaged over the kept gold
     mentions + the mention BCE per token (see the module's docstring). `out` is
     LongformerForCoreference.score's result, `gold` (B, n, W) 1 + the cluster of each gold
-    span (0 = none)."""
+    span (0 = none). `partial` (B,) bool: windows whose unlisted spans may be mentions too
+    (GAP), which get no mention loss; `weight` (B,): each window's weight in the sum."""
     ms = out.mention_scores  # (B, n, W), -inf where no mention may be
     B, n, W = ms.shape
     gold = gold[:, :, :W]
@@ -268,7 +316,10 @@ def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weig
     nll = torch.logsumexp(scores, dim=-1) - torch.logsumexp(scores.masked_fill(~gold_mask, float("-inf")), dim=-1)
     rows = mention.float()
     antecedent_loss = (nll * rows).sum(dim=1) / rows.sum(dim=1).clamp(min=1)
-    return (antecedent_loss + mention_weight * mention_loss).sum()
+    if partial is not None:
+        mention_loss = mention_loss.masked_fill(partial.to(mention_loss.device), 0.0)
+    loss = antecedent_loss + mention_weight * mention_loss
+    return (loss * weight.to(loss.device)).sum() if weight is not None else loss.sum()
 
 
 def score_clusters(pairs: list[tuple[list, list]]) -> dict:
@@ -311,6 +362,16 @@ def drop_unused_lora(folder: Path) -> None:
 
 
 # -- evaluation helpers (shared with the evaluation script) ---------------------------------------
+def gap_scores_of(model, coref: CorefTask, examples, pad_id: int) -> dict:
+    """GAP scores of a model under training, decoded as `lfcli corefs` decodes."""
+    from .metrics import gap_decisions, gap_scores
+
+    rows = predict_rows(model, coref, [Document(ex.id, ex.text) for ex in examples], pad_id)
+    decisions = {ex.id: gap_decisions(ex, [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []])
+                 for ex, row in zip(examples, rows)}
+    return gap_scores(examples, decisions)
+
+
 def gap_evaluate(pipeline, examples) -> dict:
     """GAP scores of a corefs Pipeline (one document per GAP row: its short passage)."""
     from .metrics import gap_decisions, gap_scores
@@ -325,13 +386,17 @@ def gap_evaluate(pipeline, examples) -> dict:
 
 # -- the set-up finetune() calls -------------------------------------------------------------------
 def setup_corefs(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
-                 seed: int, say, ids=None, validation_ids=None, **_):
+                 seed: int, say, ids=None, validation_ids=None, gap=None, gap_validation=None, ffnn_size=None, **_):
     """corefs: whole documents up to the model's positions (one window for every LitBank
     document); validation = `validation` (filtered by `validation_ids`), else the documents
-    of DATA listed in `validation_ids`, else a seeded `validation_split` of DATA."""
+    of DATA listed in `validation_ids`, else a seeded `validation_split` of DATA. `gap`: GAP
+    TSV files whose rows train the pronoun's antecedent too (partial annotation);
+    `gap_validation`: a GAP TSV scored at each evaluation, the best model then chosen by the
+    mean of CoNLL F1 and GAP F1."""
     from lfcli.models import LongformerConfig
 
     from .finetune import Setup, _report, _tokenizer, fingerprint_of
+    from .metrics import read_gap
     from .policies import check_policy
 
     docs, problems = read_coref_documents(data, ids)
@@ -353,18 +418,35 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     base = LongformerConfig.from_json_file(folder / "config.json")
     tok, length = _tokenizer(folder, max_length, base.max_tokens)
     coref_config = {**COREF_DEFAULTS, **(base.extra.get("coref") or {})}
+    if ffnn_size:
+        coref_config["ffnn_size"] = ffnn_size
     coref = CorefTask(tok, check_policy(global_policy or "none"), singletons=True)
     task = CorefTrainTask(coref, base.pad_token_id, int(coref_config["max_span_width"]), val)
     counts = task.build(train_docs)
     say(f"{plural(counts['documents'], 'training document')} -> {plural(counts['windows'], 'window')} of up to "
         f"{length} tokens, {plural(counts['mentions'], 'gold mention')} ({counts['too_wide']} wider than {task.width} "
         f"tokens, not learnable); {plural(len(val), 'validation document')}")
+    gap_docs = []
+    for path in gap or []:
+        more, gap_problems = gap_documents(str(path))
+        _report(gap_problems, "GAP row", say)
+        gap_docs += more
+    if gap_docs:
+        gap_counts = task.build(gap_docs)
+        say(f"{plural(gap_counts['documents'], 'GAP row')} train the pronoun's antecedent (partial annotation, "
+            f"each window weighing {task.partial_weight} of a document)")
+    if gap_validation:
+        task.gap_validation = read_gap(str(gap_validation))
+        say(f"{plural(len(task.gap_validation), 'GAP validation row')}: the best model has the best mean of "
+            "CoNLL F1 and GAP F1")
     s = Setup()
     s.class_name = "LongformerForCoreference"
     s.task = task
     s.config_changes = {"extra": {**base.extra, "coref": coref_config}}
     s.max_length = length
-    s.fingerprint = fingerprint_of([[d.id, len(d.text), sum(map(len, d.clusters))] for d in train_docs] + [coref_config])
+    s.fingerprint = fingerprint_of([[d.id, len(d.text), sum(map(len, d.clusters))] for d in train_docs + gap_docs]
+                                   + [coref_config, len(task.gap_validation)])
     s.note = {"train_documents": counts["documents"], "validation_documents": len(val),
-              "validation_ids": [d.id for d in val]}
+              "validation_ids": [d.id for d in val], "gap_training_rows": len(gap_docs),
+              "gap_validation_rows": len(task.gap_validation)}
     return s

@@ -337,3 +337,112 @@ def test_finetune_corefs_end_to_end(base_dir, tmp_path):
     pipe.task.singletons = True
     (row,) = pipe.run([Document("x", TEXT)])
     assert all(TEXT[m["start"]:m["end"]] == m["text"] for c in row["clusters"] for m in c)
+
+
+# -- paragraphs, GAP as a training signal, the combined criterion ---------------------------------
+def test_no_mention_crosses_a_paragraph_break(coref_dir):
+    """A span whose first and last tokens lie in different paragraphs is never a candidate:
+    its mention score is -inf, so neither training nor decoding can pick it."""
+    from lfcli.pipelines.tasks import paragraph_ids
+
+    text = "The Lamplighter\n\nOld Teodor lit the lamps .\n \nHe slept ."
+    tok = DocumentTokenizer.from_folder(coref_dir, 128)
+    task = CorefTask(tok, "none")
+    prepared = task.prepare(0, Document("d", text))
+    offsets = prepared.encoded.offsets
+    paragraphs = paragraph_ids(text, offsets)
+    paragraph_at = {a: p for (a, z), p in zip(offsets, paragraphs) if z > a}  # a token's first character
+    assert [paragraph_at[text.index(w)] for w in ("Lamplighter", "Old", "lamps", "He")] == [0, 1, 1, 2]
+    item = prepared.items[0]
+    model = tiny_model(coref_dir, max_span_width=12)
+    from lfcli.pipelines.tasks import batch_tensors
+
+    batch = batch_tensors([item], model.config.pad_token_id)
+    masks = task.mention_masks([item], batch["input_ids"].shape[1])
+    with torch.no_grad():
+        hidden = model.encode(batch["input_ids"], batch["attention_mask"])
+        free = model.mention_scores(hidden, masks["start_mask"], masks["end_mask"])
+        ruled = model.mention_scores(hidden, masks["start_mask"], masks["end_mask"], masks["segment_ids"])
+    seg = masks["segment_ids"][0]
+    n, W = ruled.shape[1:]
+    crossing = torch.zeros(n, W, dtype=torch.bool)
+    for i in range(n):
+        for w in range(min(W, n - i)):
+            crossing[i, w] = bool(seg[i] != seg[i + w])
+    assert crossing.any() and torch.isfinite(free[0][crossing]).any()  # without the rule such spans are candidates
+    assert not torch.isfinite(ruled[0][crossing]).any()
+    assert torch.equal(ruled[0][~crossing], free[0][~crossing])
+
+
+GAP_HEADER = "ID\tText\tPronoun\tPronoun-offset\tA\tA-offset\tA-coref\tB\tB-offset\tB-coref\tURL\n"
+
+
+def gap_file(path: Path, rows: list[tuple[str, str, str, str, str, str]]) -> Path:
+    """A GAP TSV from (id, text, pronoun, A, B, label) rows; label 'A', 'B' or '-' (neither)."""
+    lines = [GAP_HEADER]
+    for rid, text, pronoun, a, b, label in rows:
+        lines.append("\t".join([rid, text, pronoun, str(text.index(pronoun)), a, str(text.index(a)), str(label == "A"),
+                                b, str(text.index(b)), str(label == "B"), ""]) + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+GAP_ROWS = [
+    ("g1", "Mary met Anne at the station . She was late .", "She", "Mary", "Anne", "A"),
+    ("g2", "Tom thanked Bill because he had helped .", "he", "Tom", "Bill", "B"),
+    ("g3", "Carl saw Dan at the fair , and her mother waved .", "her", "Carl", "Dan", "-"),
+]
+
+
+def test_gap_rows_become_partially_annotated_documents(tmp_path):
+    from lfcli.pipelines.train_coref import gap_documents
+
+    docs, problems = gap_documents(str(gap_file(tmp_path / "gap.tsv", GAP_ROWS)))
+    assert problems == [] and [d.id for d in docs] == ["gap:g1", "gap:g2", "gap:g3"] and all(d.partial for d in docs)
+    text = GAP_ROWS[0][1]
+    as_words = [sorted(text[a:z] for a, z in c) for c in docs[0].clusters]
+    assert sorted(as_words) == [["Anne"], ["Mary", "She"]]
+    assert sorted(sorted(GAP_ROWS[1][1][a:z] for a, z in c) for c in docs[1].clusters) == [["Bill", "he"], ["Tom"]]
+    assert len(docs[2].clusters) == 3  # neither name: three entities, the pronoun's antecedent is the dummy
+
+
+def test_partial_windows_have_no_mention_loss_and_their_weight():
+    """A partially annotated window (GAP) trains only the links among its listed mentions:
+    its mention loss is dropped, and its loss counts with its weight."""
+    class Out:
+        mention_scores = torch.tensor([[[2.0, float("-inf")], [1.0, float("-inf")]]] * 2)  # (2, n=2, W=2)
+        spans = torch.tensor([[[0, 0], [1, 1]]] * 2)
+        valid = torch.tensor([[True, True]] * 2)
+        antecedent_scores = torch.tensor([[[float("-inf"), float("-inf")], [4.0, float("-inf")]]] * 2)
+
+    gold = torch.tensor([[[1, 0], [1, 0]]] * 2)
+    mask = torch.ones(2, 2, dtype=torch.bool)
+    full = coref_loss(Out, gold, mask, partial=torch.tensor([False, False]))
+    import math
+
+    antecedent = (math.log(1 + math.exp(4)) - 4) / 2
+    mixed = coref_loss(Out, gold, mask, partial=torch.tensor([False, True]), weight=torch.tensor([1.0, 0.25]))
+    assert float(mixed) == pytest.approx(float(full) / 2 + 0.25 * antecedent, rel=1e-5)
+
+
+def test_finetune_corefs_with_gap_signal_and_combined_selection(base_dir, tmp_path):
+    from lfcli.pipelines import finetune as F
+    from lfcli.pipelines.trainer import TrainConfig
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for k in range(2):
+        conll_file(data / f"d{k}.conll", name=f"d{k}")
+    (tmp_path / "dev.ids").write_text("d1\n")
+    (tmp_path / "train.ids").write_text("d0\n")
+    gap_train = gap_file(tmp_path / "gap-train.tsv", GAP_ROWS)
+    gap_val = gap_file(tmp_path / "gap-val.tsv", GAP_ROWS[:2])
+    out = tmp_path / "out"
+    config = TrainConfig(max_steps=4, lr=5e-3, batch_tokens=64, eval_every=2, log_every=1, patience=None)
+    summary = F.finetune("corefs", [str(data)], str(out), model=str(base_dir), train_config=config, lora_rank=4,
+                         ids=str(tmp_path / "train.ids"), validation_ids=str(tmp_path / "dev.ids"),
+                         gap=[str(gap_train)], gap_validation=str(gap_val), ffnn_size=16)
+    assert summary["gap_training_rows"] == 3 and summary["gap_validation_rows"] == 2
+    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"eval"' in line]
+    assert evals and all(e["score"] == pytest.approx((e["conll_f1"] + e["gap_f1"]) / 2) for e in evals)
+    assert json.loads((out / "config.json").read_text())["coref"]["ffnn_size"] == 16
