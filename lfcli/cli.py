@@ -156,8 +156,8 @@ def _guarded(fn):
 def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, read: dict, job: dict, pipe_opts: dict):
     from lfcli.pipelines.errors import UsageError
     from lfcli.pipelines.progress import progress_reporter
-    from lfcli.pipelines.readers import iter_documents
-    from lfcli.pipelines.runner import Pipeline, check_options
+    from lfcli.pipelines.readers import inputs_with_field, iter_documents
+    from lfcli.pipelines.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
     from lfcli.pipelines.writers import open_writer
 
     resume, force, on_error = job["resume"], job["force"], job["on_error"]
@@ -177,7 +177,13 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
         global_policy=pipe_opts["global_policy"], labels=pipe_opts.get("labels"),
         temperature=pipe_opts.get("temperature", 0.05), top_k=pipe_opts.get("top_k", 1), pooling=pipe_opts.get("pooling"),
     )
+    question = pipe_opts.get("question")
+    if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
+        window_tokenizer(task, model_name(task, pipe_opts["model"], pipe_opts.get("labels")), pipe_opts["max_length"], question)
     docs = iter_documents(inputs, **read)
+    if task == "qa":  # no question anywhere: one usage error, not an error row per document
+        check_questions(question, question is not None or inputs_with_field(
+            inputs, "question", glob=read["glob"], input_format=read["input_format"]))
     first_error = None
     with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"]) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes

@@ -45,7 +45,7 @@ from typing import Any, Iterator
 from .errors import InputError, LfcliError, UsageError
 from .progress import note
 from .readers import ENCODING_ERRORS, Document, _Options, _parquet_plan, _walk, detect_format, parquet_row_document
-from .runner import Stats, check_options
+from .runner import Stats, check_options, check_questions
 from .wording import plural
 
 ENGINES = ("local", "ray")
@@ -523,6 +523,8 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     reader = reader_options(read)
     ray = require_ray(starts_local=opts.ray_address is None and not os.environ.get("RAY_ADDRESS"))
     files = list_inputs(inputs, reader)
+    if task == "qa":
+        check_questions(pipe_opts.get("question"), any(f.question for f in files))
     header = {"lfcli": "ray-engine/1", "task": task, "text_column": reader.text_column, "id_column": reader.id_column}
     manifest = Manifest.open(output, header, job["resume"], job["force"])
     already = manifest.rows

@@ -82,6 +82,7 @@ from .wording import json_error, plural
 __all__ = [
     "Document",
     "iter_documents",
+    "inputs_with_field",
     "detect_format",
     "INPUT_FORMATS",
     "ENCODING_ERRORS",
@@ -466,12 +467,8 @@ def _jsonl_head(lines: Iterator[bytes]) -> list[bytes]:
     return head
 
 
-def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
-    """Refuse a JSONL input whose first lines hold no JSON object, or whose first records all
-    lack the text field (or the requested id field): each row would be an error."""
-    lines = [raw for raw in head if raw.strip()]
-    if not lines:
-        return
+def _head_fields(lines: list[bytes]) -> tuple[int, dict[str, None]]:
+    """(JSON objects among `lines`, their field names in order of appearance)."""
     fields: dict[str, None] = {}
     records = 0
     for raw in lines:
@@ -482,6 +479,16 @@ def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
         if isinstance(record, dict):
             records += 1
             fields.update(dict.fromkeys(record))
+    return records, fields
+
+
+def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
+    """Refuse a JSONL input whose first lines hold no JSON object, or whose first records all
+    lack the text field (or the requested id field): each row would be an error."""
+    lines = [raw for raw in head if raw.strip()]
+    if not lines:
+        return
+    records, fields = _head_fields(lines)
     if not records:
         raise InputError(f"{label}: not JSONL: no JSON object in its first {plural(len(lines), 'line')}")
     names = ", ".join(list(fields)[:20]) or "none"
@@ -499,6 +506,37 @@ def _check_jsonl_file(path: str, label: str, opts: _Options) -> None:
     except OSError as exc:
         raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
     _check_jsonl_head(head, label, opts)
+
+
+def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = None, input_format: str = "auto") -> bool:
+    """Whether any input may give documents the field `name` (e.g. qa's "question"): a JSONL
+    file with it in one of its first JSONL_CHECK_LINES records, a Parquet file with the column,
+    standard input read as records (not read here), also inside folders. Plain text cannot.
+    Inputs that cannot be read count as yes: iter_documents reports them."""
+    def file_has(path: str) -> bool:
+        fmt = detect_format(path, input_format)
+        try:
+            if fmt == "parquet":
+                import pyarrow.parquet as pq
+
+                return name in pq.read_schema(path).names
+            if fmt == "jsonl":
+                with open(path, "rb") as fh:
+                    return name in _head_fields([raw for raw in _jsonl_head(fh) if raw.strip()])[1]
+        except (OSError, ValueError, ImportError):
+            return True
+        return False
+
+    for path in inputs:
+        if path == "-":
+            if input_format != "text":
+                return True
+        elif os.path.isdir(path):
+            if any(file_has(full) for full, _ in _walk(path, glob)):
+                return True
+        elif not os.path.isfile(path) or file_has(path):
+            return True
+    return False
 
 
 def _jsonl_file_documents(path: str, label: str, prefix: str | None, opts: _Options) -> Iterator[Document]:

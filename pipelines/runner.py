@@ -140,6 +140,45 @@ def _check_room(tok: DocumentTokenizer, task: str, question: str | None) -> None
                          f"use --max-length {need} or more")
 
 
+def model_name(task: str, model: str | None, labels: list | None = None) -> str:
+    """The model a job runs: -m, else the task's bundled trained model (qa, corefs), else the
+    bundled base (embed, and classify zero-shot)."""
+    from lfcli.models.bundled import DEFAULT_MODEL, default_model
+
+    return model or (DEFAULT_MODEL if task == "classify" and labels is not None else default_model(task))
+
+
+def window_tokenizer(task: str, name: str, max_length: int | None, question: str | None):
+    """(model folder, its tokenizer for windows of max_length, 0 until the model's positions
+    are known). A max_length too short for the task's special tokens and question is refused
+    (UsageError) from the tokenizer alone: before the weights load, and in the CLI before any
+    input is read."""
+    from lfcli.models.bundled import resolve_model
+    from lfcli.models.checkpoint import tokenizer_folder
+
+    from .catalog import announce_build
+
+    announce_build(name)
+    folder = resolve_model(name)
+    tokenizer = DocumentTokenizer.from_folder(tokenizer_folder(folder), max_length or 0)
+    if max_length is not None:
+        _check_room(tokenizer, task, question)
+    return folder, tokenizer
+
+
+# How to give `lfcli qa` its questions, said when a job has none at all.
+NO_QUESTIONS = ("lfcli qa needs questions: pass -q/--question 'QUESTION' (asked of every document), or give "
+                "JSONL/Parquet records a 'question' field")
+
+
+def check_questions(question: str | None, inputs_have_questions: bool) -> None:
+    """Refuse a qa job without any question (UsageError) instead of an error row per document."""
+    if question is not None and not question.strip():
+        raise UsageError("--question is empty")
+    if question is None and not inputs_have_questions:
+        raise UsageError(f"{NO_QUESTIONS}; no input has one")
+
+
 @dataclass
 class Stats:
     docs: int = 0
@@ -187,25 +226,13 @@ class Pipeline:
 
         from lfcli.kernels import resolve_backend
         from lfcli.models import ARCHITECTURES, MissingHead
-        from lfcli.models.bundled import DEFAULT_MODEL, default_model, resolve_model
-        from lfcli.models.checkpoint import tokenizer_folder
-
-        from .catalog import announce_build
 
         torch_device = check_options(
             task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
             batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, labels=labels,
             temperature=temperature, top_k=top_k, pooling=pooling,
         )
-        # Without -m: the task's bundled trained model (qa, corefs), else the bundled base.
-        name = model or (DEFAULT_MODEL if task == "classify" and labels is not None else default_model(task))
-        announce_build(name)
-        self.folder = resolve_model(name)
-        # The tokenizer comes before the weights, so a window too short for the task's special
-        # tokens (and question) is refused before the load.
-        tokenizer = DocumentTokenizer.from_folder(tokenizer_folder(self.folder), max_length or 0)
-        if max_length is not None:
-            _check_room(tokenizer, task, question)
+        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, labels), max_length, question)
         zero_shot = task == "classify" and labels is not None
         class_name = "LongformerModel" if zero_shot else {
             "classify": "LongformerForSequenceClassification",

@@ -387,3 +387,42 @@ def test_square_brackets_in_help_survive_rich_markup():
         for text in texts:
             for bracketed in re.findall(r"\S*\[[^\]\s]*\]\S*", text.replace("\\[", "[")):
                 assert bracketed in words, (path, bracketed)
+
+
+def test_qa_without_any_question_is_a_usage_error(ckpts, docs, tmp_path):
+    """No -q and no input with a 'question' field: one line saying how to give questions,
+    before the model loads, instead of an error row per document."""
+    records = tmp_path / "r.jsonl"
+    records.write_text("".join(json.dumps({"id": i, "text": "The court held."}) + "\n" for i in range(3)))
+    table = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": ["The court held."]}), table)
+    for source in (docs, records, table):
+        r = invoke("qa", source, "-m", ckpts["qa"], "-o", tmp_path / "out.jsonl")
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1 and r.stdout == "", r.output
+        assert "pass -q/--question 'QUESTION'" in r.stderr and "'question' field" in r.stderr
+        assert not (tmp_path / "out.jsonl").exists()
+    r = invoke("qa", docs, "-m", ckpts["qa"], "-q", " ")
+    assert r.exit_code == 2 and "--question is empty" in r.stderr
+    # a folder holding one JSONL file with questions is fine: its records are asked
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "a.txt").write_text("The court held that the contract was void.")
+    (mixed / "q.jsonl").write_text(json.dumps({"id": "q", "text": "Paris is in France.", "question": "Where is Paris?"}) + "\n")
+    r = invoke("qa", mixed, "-m", ckpts["qa"], "--quiet")
+    rows = rows_of(r.stdout)
+    assert r.exit_code == 0 and "no question" in rows[0]["error"] and rows[1]["question"] == "Where is Paris?"
+
+
+def test_qa_windows_too_short_for_any_question_are_refused_before_the_inputs(ckpts, tmp_path):
+    """Per-record questions: a window that cannot hold the 3 special tokens, one question
+    token and one document token is refused (exit 2) before the inputs are read; one that can
+    runs, and a question too long for it is that record's error row."""
+    r = invoke("qa", tmp_path / "missing.jsonl", "-m", ckpts["qa"], "--max-length", "4")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "windows of 4 tokens leave no room for the document beside 3 special tokens and a question; " \
+           "use --max-length 5 or more" in r.stderr
+    records = tmp_path / "q.jsonl"
+    records.write_text(json.dumps({"id": "long", "text": "Paris is the capital of France.",
+                                   "question": "What is the capital and largest city of France?"}) + "\n")
+    r = invoke("qa", records, "-m", ckpts["qa"], "--max-length", "5")
+    assert r.exit_code == 1 and "the question has" in rows_of(r.stdout)[0]["error"]
