@@ -155,6 +155,7 @@ def _guarded(fn):
 
 def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, read: dict, job: dict, pipe_opts: dict):
     from lfcli.pipelines.errors import UsageError
+    from lfcli.pipelines.jobs import job_record
     from lfcli.pipelines.progress import progress_reporter
     from lfcli.pipelines.readers import inputs_with_field, iter_documents
     from lfcli.pipelines.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
@@ -185,7 +186,8 @@ def _run_task(task: str, inputs: list[str], output: str | None, quiet: bool, rea
         check_questions(question, question is not None or inputs_with_field(
             inputs, "question", glob=read["glob"], input_format=read["input_format"]))
     first_error = None
-    with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"]) as writer:
+    record = job_record(task, inputs, read, pipe_opts)  # what made the output: --resume must be the same job
+    with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"], job=record) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         pipe = Pipeline(task, **pipe_opts)
         writer.set_schema(pipe.task.schema())

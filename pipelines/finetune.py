@@ -204,8 +204,11 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
                 "train_examples": len(setup.task.examples), **setup.note}
         setup.task.save_fn = model_saver(base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
                                          merge=merge, note=note)
+        # What shapes the weights (the trainer adds seed, batch sizes, processes, examples, steps):
+        # a --resume with other values would not end with an uninterrupted run's weights.
         fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,
-                       "max_length": setup.max_length, "base": base}
+                       "max_length": setup.max_length, "base": base, "lr": config.lr, "global": global_policy,
+                       "autocast": config.autocast}
         summary = train(net, setup.task, out, config, dist=dist, resume=resume, fingerprint=fingerprint, log=log,
                         progress=progress)
     finally:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .errors import InputError, LfcliError, UsageError
+from .jobs import check_same_job, job_record
 from .progress import note
 from .readers import ENCODING_ERRORS, Document, _Options, _parquet_plan, _walk, detect_format, parquet_row_document
 from .runner import Stats, check_options, check_questions
@@ -388,7 +389,8 @@ def quiet_ray_data(ray, quiet: bool) -> None:
 
 
 class Manifest:
-    """OUT/_lfcli_manifest.jsonl: a header line, then one line per finished group."""
+    """OUT/_lfcli_manifest.jsonl: a header line (with the job's record, pipelines/jobs.py: a
+    resumed job must be the same job), then one line per finished group."""
 
     def __init__(self, folder: str, header: dict):
         self.folder, self.path, self.header = folder, os.path.join(folder, MANIFEST), header
@@ -450,9 +452,9 @@ class Manifest:
                 if i == len(lines) - 1:  # a line torn by a kill: its group is redone
                     break
                 raise InputError(f"{self.path}: line {i + 1} is not JSON; cannot resume (pass --force)") from None
-        if not records or records[0].get("task") != self.header["task"]:
-            raise UsageError(f"{self.folder} holds the output of another task ({records[0].get('task') if records else '?'}); "
-                             "pass --force to start over")
+        if not records:  # killed while writing the header: no group was done
+            records = [self.header]
+        check_same_job(self.folder, records[0].get("job"), self.header["job"])
         for record in records[1:]:
             self.done.update(record["units"])
             self.outputs.update(record["outputs"])
@@ -525,7 +527,7 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     files = list_inputs(inputs, reader)
     if task == "qa":
         check_questions(pipe_opts.get("question"), any(f.question for f in files))
-    header = {"lfcli": "ray-engine/1", "task": task, "text_column": reader.text_column, "id_column": reader.id_column}
+    header = {"lfcli": "ray-engine/1", "job": job_record(task, inputs, read, pipe_opts)}
     manifest = Manifest.open(output, header, job["resume"], job["force"])
     already = manifest.rows
     stats = Stats(started=time.perf_counter())

@@ -45,6 +45,12 @@ Existing output (``OUT`` or its sidecar) is refused with a
 :class:`~lfcli.pipelines.errors.UsageError` unless ``force`` (start over) or
 ``resume`` (continue) is given.
 
+The job that made an output (``job=``, see :mod:`~lfcli.pipelines.jobs`) is recorded
+with it: in the key-value metadata of every Parquet part's schema and of the finished
+file, and for JSONL and JSON in ``OUT.lfcli-job.json``, written when the output is
+opened. ``resume`` compares it with the job given and refuses another job (or an
+output without a record) before it reads or changes anything.
+
 Parquet schema: pass the task's explicit ``pyarrow`` schema (nested lists,
 structs, maps, fixed-size lists are fine). Every field is made nullable and a
 nullable string ``error`` column is added if missing, so error rows (id +
@@ -65,6 +71,7 @@ import time
 from typing import Any, Iterator
 
 from .errors import InputError, UsageError
+from .jobs import JOB_KEY, SIDECAR_SUFFIX, check_same_job, read_sidecar
 from .readers import _id_str
 
 __all__ = [
@@ -513,9 +520,11 @@ class _ParquetWriter(ResultWriter):
         id_field: str,
         rows_per_group: int,
         flush_seconds: float | None,
+        job: dict | None = None,
     ) -> None:
         super().__init__(path, id_field)
         pa, _ = _pa()
+        self._job_metadata = {JOB_KEY.encode(): json.dumps(job).encode()} if job is not None else {}
         self.parts_dir = path + ".parts"
         self.rows_per_group = max(1, int(rows_per_group))
         self.flush_seconds = flush_seconds
@@ -569,8 +578,12 @@ class _ParquetWriter(ResultWriter):
 
     def set_schema(self, schema) -> None:
         pa, _ = _pa()
-        self.schema = _normalize_schema(schema, pa) if schema is not None else None
+        self.schema = self._tagged(_normalize_schema(schema, pa)) if schema is not None else None
         self._names = set(self.schema.names) if self.schema is not None else None
+
+    def _tagged(self, schema):
+        """`schema` with the job record in its metadata (every part and the finished file carry it)."""
+        return schema.with_metadata({**(schema.metadata or {}), **self._job_metadata}) if self._job_metadata else schema
 
     def _scan_parts(self) -> None:
         pa, pq = _pa()
@@ -612,7 +625,7 @@ class _ParquetWriter(ResultWriter):
             table = pa.Table.from_pylist(rows)
             if "error" not in table.column_names:
                 table = table.append_column(pa.field("error", pa.string()), pa.nulls(table.num_rows, pa.string()))
-            return table
+            return table.replace_schema_metadata(self._tagged(table.schema).metadata)
         except (pa.ArrowException, TypeError, ValueError) as exc:
             for row in rows:  # name the offending row
                 try:
@@ -651,12 +664,12 @@ class _ParquetWriter(ResultWriter):
             return self.schema
         schemas = [pq.read_schema(part) for part in parts]
         if not schemas:
-            return pa.schema([pa.field(self.id_field, pa.string()), pa.field("error", pa.string())])
+            return self._tagged(pa.schema([pa.field(self.id_field, pa.string()), pa.field("error", pa.string())]))
         try:
             unified = pa.unify_schemas(schemas, promote_options="permissive")
         except TypeError:  # older pyarrow without promote_options
             unified = pa.unify_schemas(schemas)
-        return pa.schema([f.with_nullable(True) for f in unified])
+        return self._tagged(pa.schema([f.with_nullable(True) for f in unified]))
 
     def _close(self) -> None:
         pa, pq = _pa()
@@ -703,13 +716,16 @@ def open_writer(
     id_field: str = "id",
     rows_per_group: int = ROWS_PER_GROUP,
     flush_seconds: float | None = FLUSH_SECONDS,
+    job: dict | None = None,
 ) -> ResultWriter:
     """Open the result writer for ``path`` (``None``/``"-"``: JSONL on stdout).
 
     ``resume=True`` continues an existing (finished or interrupted) output and
     reports its ids in ``writer.done_ids``; ``force=True`` deletes it and starts
     over; with neither, existing output is a :class:`UsageError`. ``schema`` (a
-    ``pyarrow.Schema``) is used for Parquet output only.
+    ``pyarrow.Schema``) is used for Parquet output only. ``job`` (a job record,
+    pipelines/jobs.py) is recorded with the output, and with ``resume`` an existing
+    output must have been written by the same job (UsageError otherwise).
     """
     fmt = output_format(path)
     if resume and force:
@@ -734,6 +750,10 @@ def open_writer(
             raise UsageError(
                 f"{path} has an unfinished run ({sidecar}); pass --resume to continue or --force to start over"
             )
+    if resume and job is not None:
+        found, recorded = _recorded_job(path, fmt)
+        if found:  # before anything of the output is read or changed
+            check_same_job(path, recorded, job)
     if force:
         if sidecar is not None and os.path.lexists(sidecar):
             _remove(sidecar)
@@ -741,6 +761,8 @@ def open_writer(
             os.remove(path)
     if sidecar is not None:
         _remove_leftovers(path)
+    if fmt in ("jsonl", "json") and job is not None:
+        _write_job_sidecar(path, job)
     if fmt == "jsonl":
         return _JsonlFileWriter(path, resume=resume, id_field=id_field)
     if fmt == "json":
@@ -752,4 +774,36 @@ def open_writer(
         id_field=id_field,
         rows_per_group=rows_per_group,
         flush_seconds=flush_seconds,
+        job=job,
     )
+
+
+def _recorded_job(path: str, fmt: str) -> tuple[bool, dict | None]:
+    """(whether output `path` has rows to resume, the record of the job that wrote them)."""
+    if fmt != "parquet":
+        found = os.path.exists(path) or (fmt == "json" and os.path.exists(sidecar_path(path)))
+        return found, read_sidecar(path) if found else None
+    pa, pq = _pa()
+    parts = sorted(_glob.glob(os.path.join(_glob.escape(path + ".parts"), "part-*.parquet")))
+    source = parts[0] if parts else path if os.path.exists(path) else None
+    if source is None:
+        return False, None
+    try:
+        metadata = pq.read_schema(source).metadata or {}
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(f"{source}: not a readable Parquet file, cannot resume ({exc}); pass --force to start over") from None
+    raw = metadata.get(JOB_KEY.encode())
+    return True, json.loads(raw) if raw else None
+
+
+def _write_job_sidecar(path: str, job: dict) -> None:
+    """OUT.lfcli-job.json: the job record of a JSONL / JSON output, written whole (temp + rename)."""
+    target = path + SIDECAR_SUFFIX
+    tmp = target + ".tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(job, fh, ensure_ascii=False, indent=1)
+            fh.write("\n")
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write ({exc.strerror or exc})") from None

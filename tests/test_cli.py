@@ -426,3 +426,21 @@ def test_qa_windows_too_short_for_any_question_are_refused_before_the_inputs(ckp
                                    "question": "What is the capital and largest city of France?"}) + "\n")
     r = invoke("qa", records, "-m", ckpts["qa"], "--max-length", "5")
     assert r.exit_code == 1 and "the question has" in rows_of(r.stdout)[0]["error"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".parquet"])
+def test_resume_onto_another_jobs_output_is_refused(ckpts, docs, tmp_path, suffix):
+    """`lfcli embed -o OUT` then `lfcli qa -o OUT --resume` used to rewrite OUT in the QA
+    schema (Parquet) or mix two schemas (JSONL): now exit 2, one line, OUT untouched."""
+    out = tmp_path / f"out{suffix}"
+    assert invoke("embed", docs, "-m", ckpts["embed"], "-o", out, "--quiet").exit_code == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    r = invoke("qa", docs, "-m", ckpts["qa"], "-q", "What was void?", "-o", out, "--resume")
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr == (
+        f"lfcli: error: {out} was written by `lfcli embed` (model {ckpts['embed']}); this is `lfcli qa`: "
+        "resume with the same command or use --force\n")
+    r = invoke("embed", docs, "-m", ckpts["embed"], "-o", out, "--resume", "--max-length", "64")
+    assert r.exit_code == 2 and "with --max-length (not given); this run has --max-length 64" in r.stderr
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    r = invoke("embed", docs, "-m", ckpts["embed"], "-o", out, "--resume")  # the same job: nothing left to do
+    assert r.exit_code == 0 and "no documents to run; 3 already in the output" in r.stderr

@@ -432,3 +432,27 @@ def test_finetune_one_epoch_sees_each_example_once(base, tmp_path):
     tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
     texts = [json.loads(line)["text"] for line in data.read_text().splitlines()]
     assert summary["updates"] == 1 and summary["tokens"] == sum(len(tokenizer.encode(t).ids) for t in texts)
+
+
+def test_finetune_resume_with_other_data_or_settings_is_refused(base, tmp_path):
+    """--resume in a DIR whose run had another data set or other settings: exit 2, one line
+    naming what differs, DIR untouched; the same command resumes."""
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    data = labelled_jsonl(tmp_path / "train.jsonl")
+    other = labelled_jsonl(tmp_path / "other.jsonl", n=30)
+    out = tmp_path / "cls"
+    args = ["finetune", "classify", "-o", str(out), "-m", str(base), "--max-steps", "2", "--batch-tokens", "200",
+            "--lora-rank", "2", "--quiet"]
+    assert CliRunner().invoke(app, [*args, str(data)]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    for changed, named in [([str(other)], "data"), ([str(data), "--lr", "1e-2"], "lr"),
+                           ([str(data), "--global", "none"], "global"), ([str(data), "--seed", "1"], "seed")]:
+        r = CliRunner().invoke(app, [*args, *changed, "--resume"])
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+        assert named in r.stderr.split("used other settings (")[1].split(")")[0] and "--force to start over" in r.stderr
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    r = CliRunner().invoke(app, [*args, str(data), "--resume"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["resumed_from_step"] == 2

@@ -132,6 +132,15 @@ def test_ray_engine_gives_the_local_engines_rows(ray_cluster, ckpts, dataset, tm
     # the same output again is refused at once, before Ray is asked for anything
     r = invoke(task, dataset, *common, "-o", out, "--engine", "ray")
     assert r.exit_code == 2 and "--resume" in r.stderr and r.stderr.count("\n") == 1
+    # and so is another job's --resume onto it (the job is in the manifest's header), OUT untouched
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    other = "corefs" if task != "corefs" else "embed"
+    r = invoke(other, dataset, "--text-column", "body", "-m", ckpts[other], "-o", out, "--engine", "ray", "--resume")
+    assert r.exit_code == 2 and r.stderr == (f"lfcli: error: {out} was written by `lfcli {task}` (model {ckpts[task]}); "
+                                             f"this is `lfcli {other}`: resume with the same command or use --force\n")
+    r = invoke(task, dataset, *common, "-o", out, "--engine", "ray", "--resume", "--dtype", "bfloat16")
+    assert r.exit_code == 2 and "with --dtype float32; this run has --dtype bfloat16" in r.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 def test_a_killed_job_resumes_with_every_id_once(ray_cluster, ckpts, dataset, tmp_path):
@@ -180,6 +189,24 @@ def test_engine_usage_errors(ckpts, dataset, tmp_path):
     for args, message in cases:
         r = invoke(*args)
         assert r.exit_code == 2 and message in r.stderr and r.stderr.count("\n") == 1, (args, r.output)
+
+
+def test_resume_of_an_output_without_a_job_record_is_refused(ckpts, dataset, tmp_path):
+    """A manifest an older lfcli wrote has no job record: --resume cannot tell it is this
+    job, so it is refused (before Ray starts), and nothing in OUT/ changes."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_lfcli_manifest.jsonl").write_text(json.dumps({"lfcli": "ray-engine/1", "task": "embed"}) + "\n")
+    (out / "part.parquet").write_bytes(b"rows of the older run")
+    r = invoke("embed", dataset, "--text-column", "body", "-m", ckpts["embed"], "-o", out, "--engine", "ray", "--resume")
+    assert r.exit_code == 2 and "has no record of the job that wrote it" in r.stderr and r.stderr.count("\n") == 1
+    assert (out / "part.parquet").read_bytes() == b"rows of the older run"
+
+
+def test_qa_without_any_question_is_refused_before_ray_starts(ckpts, tmp_path):
+    pq.write_table(pa.table({"id": ["a"], "text": ["The court held."]}), tmp_path / "t.parquet")
+    r = invoke("qa", tmp_path / "t.parquet", "-m", ckpts["qa"], "-o", tmp_path / "out", "--engine", "ray")
+    assert r.exit_code == 2 and "pass -q/--question 'QUESTION'" in r.stderr and not (tmp_path / "out").exists()
 
 
 def test_not_parquet_is_refused(ray_cluster, ckpts, tmp_path):

@@ -255,6 +255,66 @@ def test_resume_finished_output_appends(tmp_path, name):
     assert _ids(path) == [f"doc{i:03d}" for i in range(8)]
 
 
+EMBED_JOB = {"command": "embed", "model": "minilm-l6-long", "model_fingerprint": "abc", "inputs": ["docs"],
+             "options": {"--pooling": None, "--max-length": None}}
+
+
+def _files(folder) -> dict[str, bytes]:
+    """Every file under `folder` and its bytes: an output left untouched keeps them all."""
+    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+            for d, _, names in os.walk(folder) for f in names}
+
+
+@pytest.mark.parametrize("finished", [True, False])
+@pytest.mark.parametrize("name", ["out.jsonl", "out.json", "out.parquet"])
+def test_resume_refuses_another_jobs_output_and_leaves_it_untouched(tmp_path, name, finished):
+    """The job is recorded with the output (Parquet: schema metadata; JSONL/JSON: a sidecar);
+    --resume with another command, model, option or input, or onto an output without a
+    record, is a one-line usage error before anything is read or changed."""
+    path = str(tmp_path / name)
+    w = open_writer(path, rows_per_group=2, job=EMBED_JOB)
+    for i in range(3):
+        w.write({"id": f"d{i}", "n": i})
+    w.close() if finished else w.abort()
+    if name.endswith(".parquet"):
+        source = path if finished else os.path.join(sidecar_path(path), "part-000000.parquet")
+        assert json.loads(pq.read_schema(source).metadata[b"lfcli.job"]) == EMBED_JOB
+    else:
+        assert json.loads(open(path + ".lfcli-job.json", encoding="utf-8").read()) == EMBED_JOB
+    before = _files(tmp_path)
+    others = [
+        ({**EMBED_JOB, "command": "qa"}, f"{path} was written by `lfcli embed` (model minilm-l6-long); this is `lfcli qa`: "
+                                         "resume with the same command or use --force"),
+        ({**EMBED_JOB, "model": "./mine"}, "with model minilm-l6-long; this run has model ./mine:"),
+        ({**EMBED_JOB, "model_fingerprint": "def"}, "its weights or config have changed since"),
+        ({**EMBED_JOB, "options": {"--pooling": "cls", "--max-length": None}},
+         "(model minilm-l6-long) with --pooling (not given); this run has --pooling cls:"),
+        ({**EMBED_JOB, "inputs": ["docs", "more"]}, "with inputs docs; this run has inputs docs more:"),
+    ]
+    for job, message in others:
+        with pytest.raises(UsageError) as info:
+            open_writer(path, resume=True, job=job)
+        assert message in str(info.value) and "\n" not in str(info.value)
+        assert _files(tmp_path) == before
+    # the same job (written by another lfcli version) continues
+    with open_writer(path, resume=True, rows_per_group=2, job={**EMBED_JOB, "written_by": "lfcli 9"}) as w:
+        assert w.done_ids == {"d0", "d1", "d2"}
+        w.write({"id": "d3", "n": 3})
+    assert _ids(path) == ["d0", "d1", "d2", "d3"]
+    # an output without a record (an older lfcli's) is refused too: nothing says which job wrote it
+    old = str(tmp_path / f"old-{name}")
+    with open_writer(old) as w:
+        w.write({"id": "x"})
+    before = _files(tmp_path)
+    with pytest.raises(UsageError, match=r"has no record of the job that wrote it .* use --force to start over"):
+        open_writer(old, resume=True, job=EMBED_JOB)
+    assert _files(tmp_path) == before
+    with open_writer(old, force=True, job=EMBED_JOB) as w:
+        w.write({"id": "y"})
+    with open_writer(old, resume=True, job=EMBED_JOB) as w:
+        assert w.done_ids == {"y"}
+
+
 def test_resume_without_existing_output_starts_fresh(tmp_path):
     path = str(tmp_path / "new.parquet")
     with open_writer(path, resume=True) as w:
