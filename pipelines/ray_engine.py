@@ -39,6 +39,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -105,13 +106,38 @@ def engine_options(engine: str, ray_address: str | None, workers: int | None,
     return EngineOptions(engine, ray_address, workers, gpus_per_worker, cpus_per_worker or 1.0)
 
 
+#: Ray's log lines that tell an lfcli user nothing, by the logger that writes them.
+RAY_NOISE = {
+    # A local instance starts with token authentication on (and one joined may have it):
+    # Ray announces it on every start.
+    "ray._private.authentication.authentication_token_setup": "Token authentication is enabled",
+    # "No available CPUs ... the Dataset job will hang": true of a pool that takes every CPU;
+    # lfcli's keeps RESERVED_CPUS for reading and writing (size_pool), and a group starting
+    # while the last group's actors still hold theirs only waits until they stop.
+    "ray.data.dataset": "does not have any available CPUs",
+}
+
+
+class _DropRayNoise(logging.Filter):
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
 def require_ray(starts_local: bool):
-    """Import Ray (UsageError with the install line when it is missing)."""
+    """Import Ray (UsageError with the install line when it is missing), its noise filtered."""
     if starts_local:
         # A local instance started for one job has no reason to listen beyond this machine:
         # this makes Ray bind the loopback address (read when ray is first imported).
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    for name, text in RAY_NOISE.items():
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropRayNoise) for f in logger.filters):
+            logger.addFilter(_DropRayNoise(text))
     try:
         import ray
         import ray.data  # noqa: F401
@@ -261,15 +287,18 @@ def read_row_groups(batch, files: list[ParquetInput], opts: _Options) -> Iterato
 class TaskActor:
     """One actor of the pool: loads the model once (runner.Pipeline) and runs its batches."""
 
-    def __init__(self, task: str, pipe_opts: dict, on_error: str, threads: int, tally=None):
+    def __init__(self, task: str, pipe_opts: dict, on_error: str, threads: int, tally: str | None = None):
         import pyarrow as pa
+        import ray
         import torch
 
         from .runner import Pipeline
         from .writers import _normalize_schema
 
         torch.set_num_threads(max(1, threads))
-        self.on_error, self.tally, self.failed = on_error, tally, None
+        # The tally actor comes by name: an actor handle among the constructor's arguments
+        # makes Ray's core worker log an error line about actor restarts for every pool.
+        self.on_error, self.tally, self.failed = on_error, tally and ray.get_actor(tally), None
         try:
             self.pipe = Pipeline(task, **pipe_opts)
         except LfcliError as exc:
@@ -540,7 +569,8 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
         try:
             quiet_ray_data(ray, quiet)
             workers, gpus = size_pool(ray, opts, device)
-            tally = ray.remote(num_cpus=0)(_Tally).remote()
+            tally_name = f"lfcli-tally-{os.getpid()}-{time.time_ns()}"
+            tally = ray.remote(num_cpus=0)(_Tally).options(name=tally_name).remote()
             actor_opts = {**pipe_opts, "device": _actor_device(device, gpus)}
             fixed = os.environ.get("LFCLI_RAY_GROUP_MB")
             size = float(fixed) * 2**20 * workers if fixed else FIRST_GROUP_BYTES * workers
@@ -549,7 +579,7 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
                 group = take_group(files, units, size)
                 t0 = time.perf_counter()
                 _run_group(ray, task, files, reader, group, manifest, job["on_error"], actor_opts,
-                           workers, gpus, opts.cpus_per_worker, tally)
+                           workers, gpus, opts.cpus_per_worker, tally_name)
                 if not fixed:  # the next group: GROUP_SECONDS at this group's rate
                     rate = sum(files[f].group_bytes[g] for f, g in group) / max(time.perf_counter() - t0, 1e-3)
                     size = max(FIRST_GROUP_BYTES * workers, rate * GROUP_SECONDS)
@@ -570,18 +600,26 @@ def _check_args(pipe_opts: dict) -> dict:
     return args
 
 
-def _run_group(ray, task, files, reader, group, manifest: Manifest, on_error, actor_opts, workers, gpus, cpus, tally):
+def _run_group(ray, task, files, reader, group, manifest: Manifest, on_error, actor_opts, workers, gpus, cpus, tally: str):
     """One resumable group: read -> actors -> write_parquet, then its manifest line."""
     before = manifest.parquet_files()
     units = ray.data.from_items([{"file": f, "row_group": g} for f, g in group], override_num_blocks=len(group))
     docs = units.map_batches(read_row_groups, batch_size=1, batch_format="pyarrow", num_cpus=READ_CPUS,
                              fn_kwargs={"files": files, "opts": reader})
-    rows = docs.map_batches(
-        TaskActor, batch_size=ACTOR_BATCH_ROWS, batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cpus, num_gpus=gpus or None,
-        fn_constructor_kwargs={"task": task, "pipe_opts": actor_opts, "on_error": on_error,
-                               "threads": int(cpus), "tally": tally},
-    )
+    # max_restarts=0: Ray Data's default restarts a dead actor and retries its batch forever, so
+    # a document that gets its actor killed (out of memory) would make a job that never ends;
+    # and Ray logs an error line per pool that such restarts fail anyway when the constructor's
+    # arguments live in the object store, as Ray Data's do (ray-project/ray#53727). A lost actor
+    # fails the job in one line instead, and --resume redoes its group only. (Ray >= 2.60 calls
+    # passing it this way deprecated, and has no other way yet: its warning is not the user's.)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        rows = docs.map_batches(
+            TaskActor, batch_size=ACTOR_BATCH_ROWS, batch_format="pyarrow", max_restarts=0,
+            compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cpus, num_gpus=gpus or None,
+            fn_constructor_kwargs={"task": task, "pipe_opts": actor_opts, "on_error": on_error,
+                                   "threads": int(cpus), "tally": tally},
+        )
     try:
         rows.write_parquet(manifest.folder, min_rows_per_file=ROWS_PER_FILE)
     except Exception as exc:  # noqa: BLE001 - Ray wraps the actor's error; one line out of it

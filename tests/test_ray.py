@@ -163,6 +163,9 @@ def test_a_killed_job_resumes_with_every_id_once(ray_cluster, ckpts, dataset, tm
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""  # Ray's start-up lines go to stderr
     assert f"{done_before} already in the output" in r.stderr
+    # and Ray says nothing that is not the user's business: no token notice, no error line
+    # about actor restarts, no "will hang" warning; only lfcli's own lines
+    assert all(line.startswith("lfcli: ") for line in r.stderr.splitlines()), r.stderr
     ids = pads.dataset(out, format="parquet").to_table(columns=["id"]).column("id").to_pylist()
     assert sorted(ids) == sorted(f"part-{f}.parquet:f{f}-{i}" for f in range(3) for i in range(ROWS_PER_FILE))
 
@@ -207,6 +210,35 @@ def test_qa_without_any_question_is_refused_before_ray_starts(ckpts, tmp_path):
     pq.write_table(pa.table({"id": ["a"], "text": ["The court held."]}), tmp_path / "t.parquet")
     r = invoke("qa", tmp_path / "t.parquet", "-m", ckpts["qa"], "-o", tmp_path / "out", "--engine", "ray")
     assert r.exit_code == 2 and "pass -q/--question 'QUESTION'" in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_rays_noise_is_filtered_and_its_other_warnings_kept():
+    """Ray's token-authentication notice and its "no available CPUs ... will hang" warning (a
+    pool that takes every CPU; lfcli keeps one for reading and writing) are dropped where Ray
+    logs them; other warnings of the same loggers still show."""
+    import logging
+
+    from lfcli.pipelines.ray_engine import require_ray
+
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'lfcli[ray]'")
+    require_ray(starts_local=False)
+    from ray._private.authentication import authentication_token_setup
+
+    shown: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: shown.append(record.getMessage())
+    loggers = [logging.getLogger(authentication_token_setup.__name__), logging.getLogger("ray.data.dataset")]
+    for logger in loggers:  # Ray's loggers do not propagate to the root: listen on them
+        logger.addHandler(handler)
+    try:
+        authentication_token_setup._warn_token_auth_enabled()  # Ray's own notice, as ray.init logs it
+        loggers[1].warning("Warning: The Ray cluster currently does not have any available CPUs. The Dataset job "
+                           "will hang unless more CPUs are freed up.")
+        loggers[1].warning("a warning that matters")
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+    assert shown == ["a warning that matters"]
 
 
 def test_not_parquet_is_refused(ray_cluster, ckpts, tmp_path):
