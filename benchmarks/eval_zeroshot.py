@@ -4,7 +4,7 @@
 bundled `minilm-l6-long` (one pass over up to 4,096 tokens, mean pooling, normalised) and
 compared with the embeddings of two label texts; p = softmax(cos / T), exactly what
 `lfcli classify --labels ...` computes (checked against `lfcli.classify` on a few articles
-every run). Several label texts are tried. Picking the best label text on the data that is
+every run, both in float32). Several label texts are tried. Picking the best label text on the data that is
 then scored is optimistic, so the articles are split in two stratified halves (seeded): the
 label text is chosen on half A and reported on half B. The "+th" columns go one step beyond
 zero-shot: a decision threshold on cos(hyperpartisan) - cos(mainstream) fitted (for accuracy)
@@ -155,13 +155,14 @@ def truncate_texts(texts: list[str], tokenizer_folder: Path, n_tokens: int) -> l
     return out
 
 
-def embed_texts(method: str, texts: list[str], label_texts: list[str], batch_size: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+def embed_texts(method: str, texts: list[str], label_texts: list[str], batch_size: int,
+                dtype: str = "auto") -> tuple[torch.Tensor, torch.Tensor, float]:
     """(document vectors, label vectors, seconds spent on the documents)."""
     import lfcli
 
     _, options, truncate = METHODS[method]
     model = None if method == "long" else str(short_model_dir())
-    pipe = lfcli.Pipeline("embed", model=model, batch_size=batch_size, **options)
+    pipe = lfcli.Pipeline("embed", model=model, batch_size=batch_size, dtype=dtype, **options)
     if truncate:
         texts = truncate_texts(texts, Path(pipe.folder), 254)
     t0 = time.perf_counter()
@@ -219,11 +220,17 @@ def best_threshold(margin: list[float], y: list[int]) -> float:
     return max(cands, key=lambda th: (metrics(margin, y, th)["accuracy"], -abs(th)))
 
 
-def check_against_classify(docs: list[dict], labels: list[tuple[str, str]], doc_vecs, label_vecs, temperature: float) -> float:
-    """Max |p - p'| between our probabilities and lfcli.classify's on `docs` (expect ~1e-6)."""
+def check_against_classify(docs: list[dict], labels: list[tuple[str, str]], temperature: float, batch_size: int) -> float:
+    """Max |p - p'| between our probabilities and lfcli.classify's on `docs` (expect ~1e-6).
+    Both sides run in float32: the check is of the computation (label texts, cosine, softmax
+    at temperature T), and under --dtype auto's bf16 (a CPU with native bf16) the two sides'
+    different batching rounds the vectors differently, which 1/T amplifies past any tolerance
+    that would still catch a mistake."""
     import lfcli
 
-    rows = lfcli.classify([d["text"] for d in docs], labels=labels, temperature=temperature, on_error="fail")
+    texts = [d["text"] for d in docs]
+    doc_vecs, label_vecs, _ = embed_texts("long", texts, [label_text(*lab) for lab in labels], batch_size, "float32")
+    rows = lfcli.classify(texts, labels=labels, temperature=temperature, on_error="fail", dtype="float32")
     cos = doc_vecs @ torch.nn.functional.normalize(label_vecs, dim=-1).T
     probs = torch.softmax(cos / temperature, dim=-1)
     diff = 0.0
@@ -322,11 +329,9 @@ def main(argv: list[str] | None = None) -> dict:
         entry = {"description": METHODS[method][0], "seconds": seconds, "docs_per_s": len(docs) / seconds,
                  "variants": per_variant, "chosen_on_A": chosen}
         if method == "long" and args.check:
-            k = variant_names.index(best)
-            diff = check_against_classify(docs[: args.check], VARIANTS[best], doc_vecs[: args.check],
-                                          label_vecs[2 * k: 2 * k + 2], DEFAULT_T)
+            diff = check_against_classify(docs[: args.check], VARIANTS[best], DEFAULT_T, args.batch_size)
             print(f"check: lfcli.classify on {min(args.check, len(docs))} articles gives the same probabilities "
-                  f"(max |diff| {diff:.1e})")
+                  f"(float32, max |diff| {diff:.1e})")
             entry["classify_max_abs_diff"] = diff
             if diff > 1e-4:
                 raise SystemExit(f"lfcli.classify disagrees with the evaluation's own computation by {diff}")
