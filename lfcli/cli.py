@@ -381,10 +381,15 @@ def corefs(
 
 
 @app.command()
-def models():
-    """List the bundled models and the task heads each has."""
+def models(
+    name: Annotated[Optional[str], typer.Argument(metavar="NAME", help="A bundled model's name: print its model card (what it does, its data, scores, speed and failure modes).", show_default=False)] = None,
+):
+    """List the bundled models and the task heads each has; with NAME, print that model's card."""
 
     def go():
+        if name is not None:
+            _print_card(name)
+            return
         from lfcli.pipelines.catalog import BUILD_SECONDS, list_models
 
         for m in list_models():
@@ -399,9 +404,31 @@ def models():
                 if m.get(key):
                     typer.echo(f"    {key.replace('_', ' ')}: {m[key]}")
             typer.echo(f"    {status}")
+            typer.echo(f"    card: lfcli models {m['name']}")
         typer.echo(_machine_line())
 
     _guarded(go)
+
+
+def _print_card(name: str) -> None:
+    """`lfcli models NAME`: the model's card, rendered on a terminal, as Markdown text otherwise."""
+    from lfcli.models.bundled import card_path, model_names, read_card
+    from lfcli.pipelines.errors import InputError, UsageError
+
+    names = model_names()
+    if name not in names:
+        raise UsageError(f"unknown model {name!r}; usage: lfcli models [NAME], NAME one of: {', '.join(names)}")
+    try:
+        text = read_card(name)
+    except OSError:
+        raise InputError(f"the card of {name} is missing from this installation ({card_path(name)})") from None
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        typer.echo(text.rstrip("\n"))
 
 
 @app.command()

@@ -242,7 +242,7 @@ class BundledTaskModel:
     task: str  # the lfcli command it serves
     description: str
     trained_on: str  # data, size and licence
-    scores: str  # measured validation figures, as reported in the README
+    scores: str  # headline validation figures (split and size); speed and the rest are in the card
 
 
 TASK_MODELS: dict[str, BundledTaskModel] = {
@@ -262,8 +262,7 @@ TASK_MODELS: dict[str, BundledTaskModel] = {
                      "+ head, whole documents up to 4096 tokens in one pass"),
         trained_on="LitBank fold 0 train: 80 documents of English fiction; CC BY 4.0 (Bamman et al. 2020)",
         scores=("LitBank fold-0 dev (10 documents): CoNLL F1 59.7 with singletons, 54.2 without (MUC 80.3, "
-                "B3 53.2, CEAF-e 45.5); GAP validation (454 rows) F1 57.7, bias F/M 1.07; ~180 documents/min "
-                "(LitBank, ~2.3k tokens each) on 2 cores of an AVX512-BF16 CPU"),
+                "B3 53.2, CEAF-e 45.5); GAP validation (454 rows) F1 57.7, bias F/M 1.07"),
     ),
 }
 
@@ -277,6 +276,37 @@ def task_models_dir() -> Path:
 
 def task_model_path(name: str) -> Path:
     return task_models_dir() / name
+
+
+# -- model cards: lfcli/data/models/NAME/README.md, shipped with the package -----------------
+# Every bundled model has a card in the model hubs' layout, the base included. The base's
+# folder there holds nothing but its card: the base is built into the cache (ensure_bundled)
+# and never read from the package; a task model is only ever TASK_MODELS' entries whose
+# folder has a config.json (resolve_model, default_model), so a card-only folder is no model.
+CARD_FILE = "README.md"
+
+
+def model_names() -> list[str]:
+    """Every bundled model's name: the base first, then the task models."""
+    return [*BUNDLED, *TASK_MODELS]
+
+
+def card_path(name: str) -> Path:
+    """Where the bundled model `name`'s card is (lfcli/data/models/NAME/README.md)."""
+    if name not in BUNDLED and name not in TASK_MODELS:
+        raise CheckpointError(f"unknown bundled model {name!r} (bundled: {', '.join(model_names())})")
+    return task_models_dir() / name / CARD_FILE
+
+
+def read_card(name: str) -> str:
+    """The text of `name`'s card without its metadata header (the YAML block between `---`
+    lines that model hubs read)."""
+    text = card_path(name).read_text(encoding="utf-8")
+    if text.startswith("---\n"):
+        end = text.find("\n---\n", 4)
+        if end != -1:
+            text = text[end + 5:]
+    return text.lstrip("\n")
 
 
 def default_model(task: str) -> str:
