@@ -28,7 +28,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import InputError, UsageError
 
 JOB_KEY = "lfcli.job"  # Parquet schema metadata key
 SIDECAR_SUFFIX = ".lfcli-job.json"  # JSONL / JSON outputs: OUT + this
@@ -132,6 +132,4 @@ def read_sidecar(path: str) -> dict | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError):
-        from .errors import InputError
-
         raise InputError(f"{path + SIDECAR_SUFFIX}: not a readable job record; use --force to start over") from None
