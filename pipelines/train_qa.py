@@ -16,11 +16,19 @@ whole article.
 The loss of a window is the mean of the start and end cross-entropies over its first token
 and its context tokens (question, separators and padding are never targets). Validation:
 SQuAD v1.1 EM/F1, decoded by QATask exactly as `lfcli qa` decodes.
+
+Calibration: at every evaluation the temperature of the answers' scores (tasks.QACandidates)
+is fitted on the validation questions (`fit_temperature`: least log loss of "the answer is
+right", token F1 >= 0.5 with a gold answer), and the evaluation reports the scores' expected
+calibration error and AUROC at that temperature. The model saved with an evaluation carries
+its temperature in config.json (lfcli.qa_calibration), which `lfcli qa` reads. These are
+validation figures: the same questions fitted the temperature and chose the saved model.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +36,14 @@ from pathlib import Path
 import torch
 
 from .errors import InputError
-from .metrics import squad_scores
+from .metrics import squad_f1, squad_scores
 from .readers import Document, iter_documents
-from .tasks import Item, QATask, batch_tensors, model_inputs, predict_rows
+from .tasks import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, Item, QACandidates, QATask, batch_tensors, model_inputs, predict_rows
+
+RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
+CALIBRATION_BINS = 10
+MIN_CALIBRATION_QUESTIONS = 20  # fewer, or all right, or all wrong: no temperature is fitted
+TEMPERATURE_RANGE = (0.05, 20.0)
 
 
 @dataclass
@@ -170,6 +183,7 @@ class QATrainTask:
     max_eval: int | None = 1000
     examples: list[QAExample] = field(default_factory=list)
     save_fn: object = None
+    calibration: dict | None = None  # what the last evaluation fitted (calibrate)
 
     def build(self, records: list[QARecord], negatives: float, seed: int) -> dict:
         rng = random.Random(seed)
@@ -220,15 +234,134 @@ class QATrainTask:
 
     def evaluate(self, model) -> dict:
         records = self.validation[: self.max_eval] if self.max_eval else self.validation
-        predictions = predict_answers(model, self.qa, records, self.pad_id)
-        scores = squad_scores((predictions[r.id], [a["text"] for a in r.answers]) for r in records)
-        return {"score": scores["f1"], "exact_match": scores["exact_match"], "f1": scores["f1"], "questions": len(records)}
+        predictions = predict_cases(model, self.qa, records, self.pad_id)
+        golds = [[a["text"] for a in r.answers] for r in records]
+        scores = squad_scores((predictions[r.id][0], gold) for r, gold in zip(records, golds))
+        cases = [predictions[r.id][1:] for r in records]
+        right = [squad_f1(predictions[r.id][0], gold) >= RIGHT_F1 for r, gold in zip(records, golds)]
+        self.calibration = calibrate(cases, right)
+        metrics = {"score": scores["f1"], "exact_match": scores["exact_match"], "f1": scores["f1"], "questions": len(records)}
+        if self.calibration:
+            metrics.update({k: self.calibration[k] for k in ("ece", "auroc", "temperature")})
+        return metrics
 
     def save(self, model, folder: Path) -> None:
+        """The model with the temperature its evaluation fitted (none fitted: the saved model
+        has none, whatever its base had, and scores at temperature 1)."""
+        block = model.config.extra.get("lfcli") or {}
+        block.pop("qa_calibration", None)
+        if self.calibration:
+            block["qa_calibration"] = self.calibration
+        model.config.extra["lfcli"] = block
         self.save_fn(model, folder)
 
 
 def predict_answers(model, qa: QATask, records: list[QARecord], pad_id: int) -> dict[str, str]:
     """Question id -> answer text, decoded as `lfcli qa` decodes (QATask)."""
+    return {k: v[0] for k, v in predict_cases(model, qa, records, pad_id).items()}
+
+
+class _WithCandidates:
+    """A QATask whose rows are (answer text, candidates, best span): what calibration needs."""
+
+    def __init__(self, qa: QATask):
+        self.qa = qa
+
+    def prepare(self, doc_index, doc):
+        return self.qa.prepare(doc_index, doc)
+
+    def forward(self, model, batch, items):
+        return self.qa.forward(model, batch, items)
+
+    def finish(self, doc, prepared, results):
+        offsets = prepared.encoded.offsets
+        first, last, margin = self.qa.ranked(prepared, results)[0]
+        return doc.id, doc.text[offsets[first][0]:offsets[last][1]], self.qa.candidates(results), (first, last, margin)
+
+
+def predict_cases(model, qa: QATask, records: list[QARecord], pad_id: int) -> dict[str, tuple[str, QACandidates, tuple]]:
+    """Question id -> (answer text, the document's candidates, the answer's (first token,
+    last token, margin)), decoded as `lfcli qa` decodes (QATask)."""
     docs = [Document(r.id, r.context, fields={"question": r.question}) for r in records]
-    return {row["id"]: row["answer"] for row in predict_rows(model, qa, docs, pad_id)}
+    return {row[0]: row[1:] for row in predict_rows(model, _WithCandidates(qa), docs, pad_id)}
+
+
+# -- calibration ------------------------------------------------------------------------------------
+def expected_calibration_error(scores: list[float], right: list[bool], bins: int = CALIBRATION_BINS) -> float:
+    """Expected calibration error: over `bins` equal-width bins of the score ([0, 0.1), ...,
+    [0.9, 1]), the mean |fraction right - mean score| of a bin, weighted by its share of
+    the answers."""
+    if not scores:
+        return 0.0
+    totals = [[0, 0.0, 0.0] for _ in range(bins)]  # answers, scores, right
+    for p, y in zip(scores, right):
+        t = totals[min(int(p * bins), bins - 1)]
+        t[0], t[1], t[2] = t[0] + 1, t[1] + p, t[2] + bool(y)
+    return sum(abs(s - r) for _, s, r in totals) / len(scores)
+
+
+def auroc(scores: list[float], right: list[bool]) -> float | None:
+    """The chance that a right answer scores above a wrong one (ties count half): the area
+    under the ROC curve. None without both right and wrong answers."""
+    pairs = sorted(zip(scores, right))
+    n_right = sum(1 for _, y in pairs if y)
+    n_wrong = len(pairs) - n_right
+    if not n_right or not n_wrong:
+        return None
+    rank_sum, k = 0.0, 0  # the right answers' ranks (1-based, ties at their mean rank)
+    while k < len(pairs):
+        e = k
+        while e < len(pairs) and pairs[e][0] == pairs[k][0]:
+            e += 1
+        rank_sum += (k + 1 + e) / 2 * sum(1 for _, y in pairs[k:e] if y)
+        k = e
+    return (rank_sum - n_right * (n_right + 1) / 2) / (n_right * n_wrong)
+
+
+def _log_loss(cases, right, temperature: float) -> float:
+    """Mean log loss of "right" under the top answers' scores at `temperature`."""
+    total = 0.0
+    for (candidates, answer), y in zip(cases, right):
+        p = min(max(candidates.probabilities([answer], temperature)[0], 1e-12), 1 - 1e-12)
+        total -= math.log(p if y else 1.0 - p)
+    return total / max(1, len(cases))
+
+
+def fit_temperature(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],
+                    bounds: tuple[float, float] = TEMPERATURE_RANGE) -> float:
+    """The temperature (within `bounds`) whose scores of the answers `cases` (a document's
+    candidates, its answer's first token, last token and margin) give the least log loss of
+    `right`: golden-section search over log T."""
+    lo, hi = math.log(bounds[0]), math.log(bounds[1])
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = _log_loss(cases, right, math.exp(a)), _log_loss(cases, right, math.exp(b))
+    while hi - lo > 1e-4:
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = _log_loss(cases, right, math.exp(a))
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = _log_loss(cases, right, math.exp(b))
+    return math.exp((lo + hi) / 2)
+
+
+def calibration_figures(cases, right, temperature: float) -> dict:
+    scores = [c.probabilities([a], temperature)[0] for c, a in cases]
+    return {"ece": expected_calibration_error(scores, right), "auroc": auroc(scores, right)}
+
+
+def calibrate(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool]) -> dict | None:
+    """lfcli.qa_calibration for a model from its validation answers: the fitted temperature,
+    with the expected calibration error and AUROC of the scores at it and at the default
+    temperature 1 (all on these same questions). None with fewer than
+    MIN_CALIBRATION_QUESTIONS questions or without both right and wrong answers."""
+    if len(cases) < MIN_CALIBRATION_QUESTIONS or all(right) or not any(right):
+        return None
+    t = fit_temperature(cases, right)
+    fitted, default = calibration_figures(cases, right, t), calibration_figures(cases, right, DEFAULT_TEMPERATURE)
+    return {"method": CALIBRATION_METHOD, "temperature": round(t, 4), "questions": len(cases),
+            "right": round(sum(right) / len(right), 4), "ece": round(fitted["ece"], 4), "auroc": round(fitted["auroc"], 4),
+            "ece_at_t1": round(default["ece"], 4), "auroc_at_t1": round(default["auroc"], 4)}
