@@ -10,7 +10,7 @@ from .api import Pipeline, classify, corefs, embed, qa, read_documents  # noqa: 
 
 def __getattr__(name):
     if name == "Document":
-        from lfcli.pipelines.readers import Document
+        from lfcli.pipelines.document import Document
 
         return Document
     raise AttributeError(name)

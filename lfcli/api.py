@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 
 def _documents(docs: Iterable[Any]) -> Iterator:
-    from lfcli.pipelines.readers import Document
+    from lfcli.pipelines.document import Document
 
     for i, doc in enumerate(docs):
         if isinstance(doc, Document):

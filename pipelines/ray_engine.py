@@ -46,7 +46,7 @@ from typing import Any, Iterator
 from .errors import InputError, LfcliError, UsageError
 from .jobs import check_same_job, job_record
 from .progress import note
-from .readers import ENCODING_ERRORS, Document, _Options, _parquet_plan, _walk, detect_format, parquet_row_document
+from .readers import ENCODING_ERRORS, Document, ReadOptions, detect_format, parquet_plan, parquet_row_document, walk_folder
 from .runner import Stats, check_options, check_questions
 from .wording import plural
 
@@ -165,12 +165,12 @@ class ParquetInput:
         return sum(self.group_rows[:group])
 
 
-def reader_options(read: dict) -> _Options:
+def reader_options(read: dict) -> ReadOptions:
     if read.get("encoding_errors", "strict") not in ENCODING_ERRORS:
         raise UsageError(f"--encoding-errors must be one of {', '.join(ENCODING_ERRORS)}")
     if read.get("input_format", "auto") not in ("auto", "parquet"):
         raise UsageError("--engine ray reads Parquet: --input-format must be auto or parquet")
-    return _Options(text_column=read.get("text_column", "text"), id_column=read.get("id_column") or None,
+    return ReadOptions(text_column=read.get("text_column", "text"), id_column=read.get("id_column") or None,
                     glob=read.get("glob") or None, encoding_errors=read.get("encoding_errors", "strict"),
                     fields=("question",), input_format="auto")
 
@@ -191,7 +191,7 @@ def _expand(inputs: list[str]) -> list[str]:
     return paths
 
 
-def list_inputs(inputs: list[str], opts: _Options) -> list[ParquetInput]:
+def list_inputs(inputs: list[str], opts: ReadOptions) -> list[ParquetInput]:
     """Every Parquet file of the inputs, checked as the local reader checks them (InputError)."""
     paths = _expand(list(inputs))
     multi = len(paths) > 1
@@ -200,7 +200,7 @@ def list_inputs(inputs: list[str], opts: _Options) -> list[ParquetInput]:
         if not os.path.exists(path):
             raise InputError(f"{path}: no such file or folder")
         if os.path.isdir(path):
-            files = [(full, rel) for full, rel in _walk(path, opts.glob)]
+            files = [(full, rel) for full, rel in walk_folder(path, opts.glob)]
             parquet = [(full, rel) for full, rel in files if detect_format(full) == "parquet"]
             if not parquet:
                 raise InputError(f"{path}: folder has no Parquet files" + (f" matching {opts.glob!r}" if opts.glob else ""))
@@ -215,10 +215,10 @@ def list_inputs(inputs: list[str], opts: _Options) -> list[ParquetInput]:
     return [_describe(path, prefix, opts) for path, prefix in found]
 
 
-def _describe(path: str, prefix: str | None, opts: _Options) -> ParquetInput:
+def _describe(path: str, prefix: str | None, opts: ReadOptions) -> ParquetInput:
     import pyarrow.parquet as pq
 
-    plan = _parquet_plan(path, path, opts)  # the local reader's checks: columns and types
+    plan = parquet_plan(path, path, opts)  # the local reader's checks: columns and types
     meta = pq.ParquetFile(path).metadata
     text_index = meta.schema.to_arrow_schema().get_field_index(opts.text_column)
     info = ParquetInput(path=path, label=path, prefix=prefix, columns=plan.columns, id_column=plan.id_column,
@@ -257,7 +257,7 @@ def take_group(files: list[ParquetInput], units: list[tuple[int, int]], size: fl
 # what runs in Ray: the read task and the actor
 
 
-def read_row_groups(batch, files: list[ParquetInput], opts: _Options) -> Iterator[Any]:
+def read_row_groups(batch, files: list[ParquetInput], opts: ReadOptions) -> Iterator[Any]:
     """Ray read task: the documents of each (file, row group) of `batch` as small Arrow tables
     (id, text, error, question), made by the local reader's parquet_row_document."""
     import pyarrow as pa
@@ -293,7 +293,7 @@ class TaskActor:
         import torch
 
         from .runner import Pipeline
-        from .writers import _normalize_schema
+        from .writers import normalize_schema
 
         torch.set_num_threads(max(1, threads))
         # The tally actor comes by name: an actor handle among the constructor's arguments
@@ -306,7 +306,7 @@ class TaskActor:
         except (ValueError, OSError) as exc:  # a corrupt checkpoint and such: bad input, as locally
             self.failed = InputError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
         if self.failed is None:  # the local Parquet writer's schema: every field nullable, plus `error`
-            self.schema = _normalize_schema(self.pipe.task.schema(), pa)
+            self.schema = normalize_schema(self.pipe.task.schema(), pa)
 
     def __call__(self, batch):
         import pyarrow as pa

@@ -72,9 +72,10 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
+from .document import Document
 from .errors import InputError, UsageError
 from .progress import note
 from .wording import json_error, plural
@@ -105,23 +106,10 @@ _STDIN_LABEL = "<stdin>"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass
-class Document:
-    """One input document.
-
-    ``text`` is ``None`` when the document could not be read; ``error`` then says
-    why in one line. ``fields`` holds extra per-record values (e.g. ``question``)
-    taken from JSONL fields / Parquet columns named in ``fields=``.
-    """
-
-    id: str
-    text: str | None
-    error: str | None = None
-    fields: dict = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
-class _Options:
+class ReadOptions:
+    """How iter_documents reads (its keyword options); the Ray engine reads Parquet with the same."""
+
     text_column: str
     id_column: str | None
     glob: str | None
@@ -174,7 +162,7 @@ def iter_documents(
         raise UsageError("the text column name is empty")
     if isinstance(fields, str):
         fields = (fields,)
-    opts = _Options(
+    opts = ReadOptions(
         text_column=text_column,
         id_column=id_column or None,
         glob=glob or None,
@@ -210,7 +198,7 @@ def _unique_ids(docs: Iterator[Document]) -> Iterator[Document]:
 # per input
 
 
-def _prepare(path: str, opts: _Options, multi: bool) -> Iterator[Document]:
+def _prepare(path: str, opts: ReadOptions, multi: bool) -> Iterator[Document]:
     """Validate one command-line input and return the (lazy) iterator of its documents."""
     if path == "-":
         return _stdin_documents(opts, multi)
@@ -221,7 +209,7 @@ def _prepare(path: str, opts: _Options, multi: bool) -> Iterator[Document]:
     if os.path.isdir(path):
         if not os.access(path, os.R_OK | os.X_OK):
             raise InputError(f"{path}: folder is not readable (permission denied)")
-        files = _walk(path, opts.glob)
+        files = walk_folder(path, opts.glob)
         first = next(files, None)
         if first is None:
             what = f"no files matching {opts.glob!r}" if opts.glob else "no (non-hidden) files"
@@ -232,7 +220,7 @@ def _prepare(path: str, opts: _Options, multi: bool) -> Iterator[Document]:
         raise InputError(f"{path}: file is not readable (permission denied)")
     fmt = detect_format(path, opts.input_format)
     if fmt == "parquet":
-        plan = _parquet_plan(path, path, opts)  # checks the schema now
+        plan = parquet_plan(path, path, opts)  # checks the schema now
         return _parquet_documents(path, path, path if multi else None, opts, plan)
     if fmt == "jsonl":
         _check_jsonl_file(path, path, opts)
@@ -244,12 +232,12 @@ def _prepare(path: str, opts: _Options, multi: bool) -> Iterator[Document]:
     return _text_file_documents(path, path, path, opts)
 
 
-def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts: _Options) -> Iterator[Document]:
+def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
     for full, rel in files:
         file_id = f"{prefix}/{rel}" if prefix else rel
         fmt = detect_format(full, opts.input_format)
         if fmt == "parquet":
-            plan = _parquet_plan(full, full, opts)
+            plan = parquet_plan(full, full, opts)
             yield from _parquet_documents(full, full, file_id, opts, plan)
         elif fmt == "jsonl":
             _check_jsonl_file(full, full, opts)
@@ -258,7 +246,7 @@ def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts
             yield from _text_file_documents(full, full, file_id, opts)
 
 
-def _walk(root: str, pattern: str | None) -> Iterator[tuple[str, str]]:
+def walk_folder(root: str, pattern: str | None) -> Iterator[tuple[str, str]]:
     """Yield ``(full_path, relative_posix_path)`` of the files under ``root``, sorted, hidden skipped."""
     match = _glob_matcher(pattern)
     seen: set[tuple[int, int]] = set()
@@ -332,7 +320,7 @@ def _is_blank(text: str) -> bool:
     return not text or text.isspace()
 
 
-def _text_document(doc_id: str, data: bytes, label: str, opts: _Options) -> Document:
+def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions) -> Document:
     text, error = _decode(data, label, opts.encoding_errors)
     if error is None and _is_blank(text):
         error = f"{label}: empty document"
@@ -341,7 +329,7 @@ def _text_document(doc_id: str, data: bytes, label: str, opts: _Options) -> Docu
     return Document(id=doc_id, text=text)
 
 
-def _text_file_documents(path: str, label: str, doc_id: str, opts: _Options) -> Iterator[Document]:
+def _text_file_documents(path: str, label: str, doc_id: str, opts: ReadOptions) -> Iterator[Document]:
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -354,7 +342,7 @@ def _text_file_documents(path: str, label: str, doc_id: str, opts: _Options) -> 
 # stdin
 
 
-def _stdin_documents(opts: _Options, multi: bool) -> Iterator[Document]:
+def _stdin_documents(opts: ReadOptions, multi: bool) -> Iterator[Document]:
     stream = sys.stdin
     if stream is None:
         raise InputError("standard input is not available")
@@ -404,7 +392,8 @@ def _is_jsonl(data: bytes) -> bool:
 # JSONL
 
 
-def _id_str(value) -> str:
+def id_str(value) -> str:
+    """A record's id as the text rows carry (the writers compare --resume ids the same way)."""
     if isinstance(value, str):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
@@ -431,7 +420,7 @@ def _type_name(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def _check_text(value, label: str, where: str, opts: _Options) -> tuple[str | None, str | None]:
+def _check_text(value, label: str, where: str, opts: ReadOptions) -> tuple[str | None, str | None]:
     """Validate a record's text value; return ``(text, None)`` or ``(None, error)``."""
     col = opts.text_column
     if value is None:
@@ -482,7 +471,7 @@ def _head_fields(lines: list[bytes]) -> tuple[int, dict[str, None]]:
     return records, fields
 
 
-def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
+def _check_jsonl_head(head: list[bytes], label: str, opts: ReadOptions) -> None:
     """Refuse a JSONL input whose first lines hold no JSON object, or whose first records all
     lack the text field (or the requested id field): each row would be an error."""
     lines = [raw for raw in head if raw.strip()]
@@ -499,7 +488,7 @@ def _check_jsonl_head(head: list[bytes], label: str, opts: _Options) -> None:
         raise InputError(f"{label}: no '{opts.id_column}' id field in its first {plural(records, 'record')} (fields: {names})")
 
 
-def _check_jsonl_file(path: str, label: str, opts: _Options) -> None:
+def _check_jsonl_file(path: str, label: str, opts: ReadOptions) -> None:
     try:
         with open(path, "rb") as fh:
             head = _jsonl_head(fh)
@@ -532,14 +521,14 @@ def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = No
             if input_format != "text":
                 return True
         elif os.path.isdir(path):
-            if any(file_has(full) for full, _ in _walk(path, glob)):
+            if any(file_has(full) for full, _ in walk_folder(path, glob)):
                 return True
         elif not os.path.isfile(path) or file_has(path):
             return True
     return False
 
 
-def _jsonl_file_documents(path: str, label: str, prefix: str | None, opts: _Options) -> Iterator[Document]:
+def _jsonl_file_documents(path: str, label: str, prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
     try:
         fh = open(path, "rb")
     except OSError as exc:
@@ -548,7 +537,7 @@ def _jsonl_file_documents(path: str, label: str, prefix: str | None, opts: _Opti
         yield from _jsonl_documents(fh, label, prefix, opts)
 
 
-def _jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opts: _Options) -> Iterator[Document]:
+def _jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
     """One Document per non-blank line; ids are the id field or the record number."""
 
     def make_id(base: str) -> str:
@@ -609,7 +598,7 @@ def _jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opt
                 continue
             base = str(number)
         else:
-            base = _id_str(id_value)
+            base = id_str(id_value)
         doc_id = make_id(base)
         if opts.text_column not in record:
             names = ", ".join(list(record)[:20]) or "none"
@@ -629,7 +618,9 @@ def _jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opt
 
 
 @dataclass(frozen=True)
-class _ParquetPlan:
+class ParquetPlan:
+    """What a Parquet file is read by, checked from its footer (parquet_plan)."""
+
     columns: tuple[str, ...]  # what iter_batches reads
     id_column: str | None
     field_columns: tuple[str, ...]
@@ -666,7 +657,7 @@ def _text_type_ok(pa, typ) -> bool:
     return any(check(typ) for check in checks)
 
 
-def _parquet_plan(path: str, label: str, opts: _Options) -> _ParquetPlan:
+def parquet_plan(path: str, label: str, opts: ReadOptions) -> ParquetPlan:
     """Open the file's footer and check the columns (raises InputError)."""
     pa, _ = _arrow()
     pf = _open_parquet(path, label)
@@ -691,13 +682,13 @@ def _parquet_plan(path: str, label: str, opts: _Options) -> _ParquetPlan:
             id_col = "id" if "id" in names and "id" != col else None
         field_cols = tuple(name for name in opts.fields if name in names)
         columns = tuple(dict.fromkeys([col, *([id_col] if id_col else []), *field_cols]))
-        return _ParquetPlan(columns=columns, id_column=id_col, field_columns=field_cols)
+        return ParquetPlan(columns=columns, id_column=id_col, field_columns=field_cols)
     finally:
         pf.close()
 
 
 def _parquet_documents(
-    path: str, label: str, prefix: str | None, opts: _Options, plan: _ParquetPlan
+    path: str, label: str, prefix: str | None, opts: ReadOptions, plan: ParquetPlan
 ) -> Iterator[Document]:
     pa, _ = _arrow()
     pf = _open_parquet(path, label)
@@ -731,12 +722,12 @@ def _parquet_documents(
 
 
 def parquet_row_document(
-    value, id_value, number: int, label: str, prefix: str | None, opts: _Options, fields: dict
+    value, id_value, number: int, label: str, prefix: str | None, opts: ReadOptions, fields: dict
 ) -> Document:
     """Row `number` of a Parquet file as a Document: the id (the id column's value, else the
     row number, after `prefix:`) and the checked text or a one-line error. The Ray engine
     (ray_engine.py) makes its documents with this too, so both engines give the same rows."""
-    doc_id = str(number) if id_value is None else _id_str(id_value)
+    doc_id = str(number) if id_value is None else id_str(id_value)
     doc_id = f"{prefix}:{doc_id}" if prefix is not None else doc_id
     where = f"row {number}: "
     if id_value is None and opts.id_column is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import InputError
-from .readers import Document
+from .document import Document
 
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 

@@ -72,7 +72,7 @@ from typing import Any, Iterator
 
 from .errors import InputError, UsageError
 from .jobs import JOB_KEY, SIDECAR_SUFFIX, check_same_job, read_sidecar
-from .readers import _id_str
+from .readers import id_str
 
 __all__ = [
     "ResultWriter",
@@ -205,7 +205,7 @@ def _remove_leftovers(path: str) -> None:
 
 def _row_id(row: dict, id_field: str) -> str | None:
     value = row.get(id_field)
-    return None if value is None else _id_str(value)
+    return None if value is None else id_str(value)
 
 
 # ---------------------------------------------------------------------------
@@ -336,7 +336,7 @@ def _scan_jsonl(path: str, id_field: str) -> set[str]:
                     f"{path}: line {lineno} is not valid JSON, cannot resume (fix the file or pass --force)"
                 ) from None
             if isinstance(obj, dict) and obj.get(id_field) is not None:
-                ids.add(_id_str(obj[id_field]))
+                ids.add(id_str(obj[id_field]))
     return ids
 
 
@@ -486,7 +486,7 @@ def _pa():
     return pa, pq
 
 
-def _normalize_schema(schema, pa):
+def normalize_schema(schema, pa):
     """All fields nullable, plus a nullable string ``error`` column when missing."""
     fields = [f.with_nullable(True) for f in schema]
     if "error" not in schema.names:
@@ -578,7 +578,7 @@ class _ParquetWriter(ResultWriter):
 
     def set_schema(self, schema) -> None:
         pa, _ = _pa()
-        self.schema = self._tagged(_normalize_schema(schema, pa)) if schema is not None else None
+        self.schema = self._tagged(normalize_schema(schema, pa)) if schema is not None else None
         self._names = set(self.schema.names) if self.schema is not None else None
 
     def _tagged(self, schema):
@@ -599,7 +599,7 @@ class _ParquetWriter(ResultWriter):
                 for batch in pf.iter_batches(columns=[self.id_field], batch_size=65536):
                     for value in batch.column(0).to_pylist():
                         if value is not None:
-                            self.done_ids.add(_id_str(value))
+                            self.done_ids.add(id_str(value))
 
     # -- writing -------------------------------------------------------------
 
