@@ -66,7 +66,7 @@ def model_fingerprint(name: str) -> str | None:
 
 def job_record(task: str, inputs: list[str], read: dict, pipe_opts: dict) -> dict:
     """The record of a job (see the module doc), as JSON would give it back."""
-    from lfcli import __version__
+    from importlib.metadata import version  # the installed lfcli's (lfcli.__version__ is the layer above)
 
     from .runner import model_name
 
@@ -74,7 +74,7 @@ def job_record(task: str, inputs: list[str], read: dict, pipe_opts: dict) -> dic
     options = {flag: read.get(key) for key, flag in READ_OPTIONS.items()}
     options.update({flag: pipe_opts[key] for key, flag in ROW_OPTIONS.items() if key in pipe_opts})
     record = {"command": task, "model": name, "model_fingerprint": model_fingerprint(name), "options": options,
-              "inputs": [str(p) for p in inputs], "written_by": f"lfcli {__version__}"}
+              "inputs": [str(p) for p in inputs], "written_by": f"lfcli {version('lfcli')}"}
     return json.loads(json.dumps(record))  # labels' tuples as lists, as a stored record has them
 
 
