@@ -1,5 +1,10 @@
 """Longformer configuration, model, heads and checkpoint I/O (import as `lfcli.models`)."""
 
+# The attention backend's choice, for the layers above: they reach lfcli.kernels through here.
+from lfcli.kernels import ENV_VAR as BACKEND_ENV_VAR
+from lfcli.kernels import BackendUnavailable, resolve_backend
+
+from . import registry  # noqa: F401  (installs the loader's resolver of adapter bases)
 from .checkpoint import CheckpointError, MissingHead, available_heads, load_pretrained, save_pretrained
 from .config import ConfigError, LongformerConfig
 from .longformer import (
@@ -16,6 +21,8 @@ from .longformer import (
 
 __all__ = [
     "ARCHITECTURES",
+    "BACKEND_ENV_VAR",
+    "BackendUnavailable",
     "CheckpointError",
     "ConfigError",
     "LongformerConfig",
@@ -30,5 +37,6 @@ __all__ = [
     "available_heads",
     "load_pretrained",
     "question_global_attention_mask",
+    "resolve_backend",
     "save_pretrained",
 ]

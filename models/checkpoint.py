@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 import pickle
+import shutil
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -23,7 +25,21 @@ from .config import ConfigError, LongformerConfig
 ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
 SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.")
 SKIPPED = ("embeddings.position_ids", "lm_head.decoder.weight", "lm_head.decoder.bias")
-LOCAL_TO_GLOBAL = {"query.": "query_global.", "key.": "key_global.", "value.": "value_global."}
+# Each local attention projection and the global one that starts as its copy (the paper's recipe).
+GLOBAL_PROJECTIONS = {"query": "query_global", "key": "key_global", "value": "value_global"}
+# The tokenizer files a checkpoint folder carries along, whichever tokenizer it has.
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "tokenizer.model",
+)
 
 # What each task model needs beyond the encoder, and how a user gets one.
 HEAD_KEYS = {
@@ -78,35 +94,31 @@ def is_adapter_folder(folder: Path) -> bool:
     return (folder / ADAPTER_CONFIG).is_file() and not has_weights
 
 
-def adapter_base(folder: Path, config: LongformerConfig | None = None) -> Path:
-    """The base model folder an adapter was trained on: a bundled name (built on first use)
-    or a folder, relative to the adapter folder when it is there. Checked against the
-    sha256 pinned in the adapter's config.json when one is."""
-    from .bundled import base_fingerprint, resolve_model
-    from .lora import ADAPTER_CONFIG
+# An adapter folder names the base model it was trained on: a folder, or a bundled model's
+# name, which may have to be built first. Naming models is registry.py's work, a layer above
+# this file's reading and writing; it installs its resolver here when lfcli.models is imported
+# (models/__init__.py), so that the loader below takes adapter folders as it takes full ones.
+_adapter_base_resolver: Callable[[Path, LongformerConfig | None], Path] | None = None
 
-    try:
-        name = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))["base_model_name_or_path"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CheckpointError(f"{folder / ADAPTER_CONFIG}: unreadable adapter config ({exc})") from None
-    local = folder / str(name)
-    base = resolve_model(local if local.is_dir() and not str(name) in ("", ".") else name)
-    pinned = ((config.extra.get("lfcli") or {}).get("adapter") or {}).get("base_sha256") if config else None
-    if pinned:
-        found = base_fingerprint(name, base)
-        if found != pinned:
-            raise CheckpointError(
-                f"{folder}: the adapter was trained on base model {name!r} with sha256 {pinned[:12]}..., "
-                f"but that base is now {found[:12]}...; use the base it was trained on"
-            )
-    return base
+
+def set_adapter_base_resolver(resolver: Callable[[Path, LongformerConfig | None], Path]) -> None:
+    """Install `resolver(adapter folder, its config or None) -> the base model's folder`."""
+    global _adapter_base_resolver
+    _adapter_base_resolver = resolver
+
+
+def _adapter_base(folder: Path, config: LongformerConfig | None) -> Path:
+    """The base model folder of the adapter in `folder`, found by the installed resolver."""
+    if _adapter_base_resolver is None:
+        raise CheckpointError(f"{folder}: no resolver for adapter bases (import lfcli.models, which installs it)")
+    return _adapter_base_resolver(folder, config)
 
 
 def adapter_state_dict(folder: Path, config: LongformerConfig, prefix: str) -> dict[str, torch.Tensor]:
     """The base model's weights with the adapter in `folder` merged in (our names)."""
     from .lora import merge_into_state, read_adapter
 
-    base = adapter_base(folder, config)
+    base = _adapter_base(folder, config)
     try:
         base_config = LongformerConfig.from_json_file(base / "config.json")
     except ConfigError as exc:
@@ -142,15 +154,7 @@ def init_from_encoder(cls, path, config: LongformerConfig | None = None):
     return model
 
 
-def tokenizer_folder(folder: Path) -> Path:
-    """Where a model folder's tokenizer files are: the folder, or its adapter's base."""
-    folder = Path(folder)
-    if (folder / "tokenizer.json").is_file() or not is_adapter_folder(folder):
-        return folder
-    return adapter_base(folder)
-
-
-def _split_prefix(name: str) -> tuple[bool, str]:
+def split_prefix(name: str) -> tuple[bool, str]:
     """(is an encoder weight, name without the source's encoder prefix)."""
     for prefix in SOURCE_PREFIXES:
         if name.startswith(prefix):
@@ -165,17 +169,27 @@ def to_model_names(
     (bert/roberta) the missing global projections start as copies of the local ones."""
     out: dict[str, torch.Tensor] = {}
     for name, tensor in state.items():
-        is_encoder, bare = _split_prefix(name)
+        is_encoder, bare = split_prefix(name)
         if bare in SKIPPED or name in SKIPPED:
             continue
         out[encoder_prefix + bare if is_encoder else name] = tensor
-    for name in list(out) if short_model else []:
-        if ".attention.self." in name:
-            for local, glob in LOCAL_TO_GLOBAL.items():
-                target = name.replace(".attention.self." + local, ".attention.self." + glob)
-                if target != name and target not in out:
-                    out[target] = out[name].clone()
+    if short_model:
+        out.update(global_from_local(out))
     return out
+
+
+def global_from_local(state: dict[str, torch.Tensor], only_missing: bool = True) -> dict[str, torch.Tensor]:
+    """Copies of the local query/key/value projections of every attention layer in `state`,
+    under the names of the global ones (the paper's recipe: a short model has no global
+    projections, and with copies the long model computes what the short one computes);
+    `only_missing`: only the global tensors `state` does not have yet."""
+    copies = {}
+    for name, tensor in state.items():
+        for local, glob in GLOBAL_PROJECTIONS.items():
+            target = name.replace(f".attention.self.{local}.", f".attention.self.{glob}.")
+            if target != name and not (only_missing and target in state):
+                copies[target] = tensor.clone()
+    return copies
 
 
 def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
@@ -281,6 +295,13 @@ def save_pretrained(model, path) -> None:
     save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
+def copy_tokenizer_files(source: Path, target: Path) -> None:
+    """Copy the tokenizer files `source` has (TOKENIZER_FILES) into the model folder `target`."""
+    for name in TOKENIZER_FILES:
+        if (Path(source) / name).is_file():
+            shutil.copy2(Path(source) / name, Path(target) / name)
+
+
 def available_heads(path) -> list[str]:
     """The task models a checkpoint folder can build, read from its tensor names only."""
     from safetensors import safe_open
@@ -299,6 +320,6 @@ def available_heads(path) -> list[str]:
         names = list(read_state_dict(folder))
     found = ["LongformerModel"]
     for cls_name, (key, _) in HEAD_KEYS.items():
-        if any(_split_prefix(n)[1].startswith(key) for n in names):
+        if any(split_prefix(n)[1].startswith(key) for n in names):
             found.append(cls_name)
     return found

@@ -35,27 +35,13 @@ from typing import Any, Callable
 
 import torch
 
-from .checkpoint import CheckpointError, _split_prefix, read_state_dict
+from .checkpoint import TOKENIZER_FILES, CheckpointError, global_from_local, read_state_dict, split_prefix
 from .config import ConfigError, LongformerConfig
 
 log = logging.getLogger("lfcli.convert")
 
 SOURCE_TYPES = ("bert", "roberta", "longformer")
 POSITIONS = "embeddings.position_embeddings.weight"
-# Tokenizer files copied across as they are (tokenizer.json and tokenizer_config.json are
-# adjusted, see _copy_tokenizer).
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "vocab.txt",
-    "vocab.json",
-    "merges.txt",
-    "sentencepiece.bpe.model",
-    "spiece.model",
-    "tokenizer.model",
-)
 # Fields of the transformers LongformerConfig taken from the source config as they are.
 CARRIED_FIELDS = (
     "vocab_size",
@@ -243,7 +229,7 @@ def _head_class(raw: dict[str, Any], names: set[str], note: Callable[[str], None
     if arch:
         return "LongformerModel"
     # No architectures entry: guess from the tensor names.
-    bare = {_split_prefix(n)[1] for n in names}
+    bare = {split_prefix(n)[1] for n in names}
     if any(n.startswith(("lm_head.", "cls.predictions.")) for n in bare):
         return "LongformerForMaskedLM"
     if any(n.startswith("qa_outputs.") for n in bare):
@@ -351,7 +337,7 @@ def convert_state(
     encoder: dict[str, torch.Tensor] = {}
     heads: dict[str, torch.Tensor] = {}
     for name, tensor in state.items():
-        is_encoder, bare = _split_prefix(name)
+        is_encoder, bare = split_prefix(name)
         if bare == "embeddings.position_ids" or name == "embeddings.position_ids":
             continue
         (encoder if is_encoder else heads)[bare] = tensor
@@ -376,13 +362,7 @@ def convert_state(
             continue  # the task models have no pooler
         tensors[prefix + name] = tensor
     tensors[prefix + POSITIONS] = _tile_positions(encoder[POSITIONS], model_type, pad, max_positions)
-    for name in list(tensors):
-        if ".attention.self." in name:
-            for local in ("query.", "key.", "value."):
-                if f".attention.self.{local}" in name:
-                    target = name.replace(f".attention.self.{local}", f".attention.self.{local[:-1]}_global.")
-                    if target not in tensors:
-                        tensors[target] = tensors[name].clone()
+    tensors.update(global_from_local(tensors))
     tensors.update(head_tensors)
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in sorted(tensors.items())}
 
@@ -471,6 +451,8 @@ def _write(folder: Path, config: dict[str, Any], tensors: dict[str, torch.Tensor
 
 
 def _copy_tokenizer(src: Path, dst: Path, max_positions: int, note: Callable[[str], None]) -> None:
+    """The source's tokenizer files, as they are but for tokenizer.json (no fixed truncation
+    or padding) and tokenizer_config.json (the long model's model_max_length)."""
     for fname in TOKENIZER_FILES:
         path = src / fname
         if not path.is_file():

@@ -18,22 +18,23 @@ PyTorch's unfused attention path and costs ~40% of the step time; hidden-state d
 
 from __future__ import annotations
 
-import hashlib
-import json
-import shutil
 from pathlib import Path
 from typing import Callable
 
 import torch
 
+from lfcli.models.checkpoint import TOKENIZER_FILES, copy_tokenizer_files
+
 from .errors import InputError, UsageError
+from .tasks import LABELLED_TASKS
+from .train_coref import setup_corefs
+from .train_setup import MIN_TRAIN_LENGTH, Setup, fingerprint_of, report_skipped, training_tokenizer
 from .trainer import Dist, TrainConfig, check_output, clear_output, train
 from .wording import plural
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json", "merges.txt")
+# What a run writes to DIR (removed by --force before a new run; nothing else there is).
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
 ADAPTERS = ("lora", "full")
-MIN_TRAIN_LENGTH = 16  # shortest training window, in tokens
 
 
 def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
@@ -71,8 +72,8 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
                 note: dict) -> Callable:
     """A function (model, target folder) -> None writing the model as DIR holds it."""
     from lfcli.models.bundled import BUNDLED, base_fingerprint
-    from lfcli.models.checkpoint import tokenizer_folder
     from lfcli.models.lora import merge_lora, save_adapter
+    from lfcli.models.registry import tokenizer_folder
 
     base_name = base if base in BUNDLED else str(Path(base).resolve())
     pin = base_fingerprint(base, folder)
@@ -98,9 +99,7 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
             model.config.extra["lfcli"] = block
             plain = merge_lora(copy.deepcopy(model)) if adapter == "lora" else model
             plain.save_pretrained(target)
-        for name in TOKENIZER_FILES:
-            if (tokenizer_source / name).is_file():
-                shutil.copy2(tokenizer_source / name, target / name)
+        copy_tokenizer_files(tokenizer_source, target)
 
     return save
 
@@ -111,7 +110,8 @@ def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
     import json
 
     from lfcli.models import ARCHITECTURES
-    from lfcli.models.checkpoint import is_adapter_folder, tokenizer_folder
+    from lfcli.models.checkpoint import is_adapter_folder
+    from lfcli.models.registry import tokenizer_folder
 
     source, target = Path(adapter), Path(out)
     if not is_adapter_folder(source):
@@ -126,10 +126,7 @@ def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
     model = cls.from_pretrained(source)
     (model.config.extra.get("lfcli") or {}).pop("adapter", None)
     model.save_pretrained(target)
-    tokenizers = tokenizer_folder(source)
-    for name in TOKENIZER_FILES:
-        if (tokenizers / name).is_file():
-            shutil.copy2(tokenizers / name, target / name)
+    copy_tokenizer_files(tokenizer_folder(source), target)
     return target
 
 
@@ -149,10 +146,6 @@ def _not_an_adapter(folder: Path) -> str:
     return f"{folder}: no {ADAPTER_CONFIG} in it; {expects}"
 
 
-def fingerprint_of(parts: list) -> str:
-    return hashlib.sha256(json.dumps(parts, default=str).encode("utf-8")).hexdigest()[:16]
-
-
 def finetune(task: str, data: list[str], output: str, *, model: str | None = None, validation: list[str] | None = None,
              validation_split: float = 0.1, adapter: str = "lora", lora_rank: int = 16, lora_alpha: float | None = None,
              merge: bool = False, max_length: int | None = None, global_policy: str | None = None,
@@ -166,8 +159,8 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     from .policies import check_policy
 
     # Every option before any data is read: a typo must not cost the minutes of reading a data set.
-    if task not in TASKS:
-        raise UsageError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if task not in LABELLED_TASKS:
+        raise UsageError(f"unknown task {task!r}; choose one of {', '.join(LABELLED_TASKS)}")
     if adapter not in ADAPTERS:
         raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
     if max_length is not None and max_length < MIN_TRAIN_LENGTH:
@@ -216,32 +209,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     return {"output": str(out), "task": task, "base_model": base, **setup.note, **summary}
 
 
-# -- the tasks' set-ups -------------------------------------------------------------------------
-class Setup:
-    """What a task gives finetune(): the trainer task, the head class and config changes."""
-
-    class_name: str
-    task: object
-    config_changes: dict | None
-    max_length: int
-    fingerprint: str
-    note: dict
-
-
-def _tokenizer(folder: Path, max_length: int | None, default: int):
-    from lfcli.models import LongformerConfig
-    from lfcli.models.checkpoint import tokenizer_folder
-
-    from .tokenize import DocumentTokenizer
-
-    limit = LongformerConfig.from_json_file(folder / "config.json").max_tokens
-    length = min(max_length or default, limit)
-    if length < MIN_TRAIN_LENGTH:  # a --max-length that short is refused before; this is the model's own
-        raise InputError(f"{folder}: the model takes {limit} positions; training needs windows of at least "
-                         f"{MIN_TRAIN_LENGTH} tokens")
-    return DocumentTokenizer.from_folder(tokenizer_folder(folder), length), length
-
-
+# -- the tasks' set-ups (corefs': train_coref.py) ------------------------------------------------
 def setup_qa(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy, seed: int,
              say, negatives: float = 0.5, max_eval: int | None = 1000, **_) -> Setup:
     """QA: windows of 256 tokens by default (SQuAD paragraphs mostly fit; the dense
@@ -253,16 +221,16 @@ def setup_qa(*, folder: Path, data: list[str], validation, validation_split: flo
     from .train_qa import QATrainTask, read_qa_records, split_by_article
 
     records, problems = read_qa_records(data)
-    _report(problems, "training record", say)
+    report_skipped(problems, "training record", say)
     if not records:
         raise InputError("no usable question-answer records in the training data")
     if validation:
         val, val_problems = read_qa_records(validation)
-        _report(val_problems, "validation record", say)
+        report_skipped(val_problems, "validation record", say)
         train_records = records
     else:
         train_records, val = split_by_article(records, validation_split, seed)
-    tok, length = _tokenizer(folder, max_length, 256)
+    tok, length = training_tokenizer(folder, max_length, 256)
     qa = QATask(tok, check_policy(global_policy or "question"))
     pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
     task = QATrainTask(qa, pad, val, max_eval=max_eval)
@@ -293,17 +261,17 @@ def setup_classify(*, folder: Path, data: list[str], validation, validation_spli
     if class_weights not in ("auto", "none"):
         raise UsageError(f"--class-weights {class_weights!r}: choose auto or none")
     docs, problems = read_labelled(data, text_column, label_column, id_column)
-    _report(problems, "training document", say)
+    report_skipped(problems, "training document", say)
     if validation:
         val, val_problems = read_labelled(validation, text_column, label_column, id_column)
-        _report(val_problems, "validation document", say)
+        report_skipped(val_problems, "validation document", say)
         train_docs = docs
     else:
         train_docs, val = stratified_split(docs, validation_split, seed)
     labels = check_labels(train_docs, val)
     if not val:
         raise UsageError("no validation documents: give --validation FILE or a --validation-split above 0")
-    tok, length = _tokenizer(folder, max_length, 1 << 30)
+    tok, length = training_tokenizer(folder, max_length, 1 << 30)
     task = ClassifyTask(tok, check_policy(global_policy or "cls"))
     task.labels = labels
     pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
@@ -321,17 +289,5 @@ def setup_classify(*, folder: Path, data: list[str], validation, validation_spli
     return s
 
 
-def _report(problems: list[str], what: str, say) -> None:
-    for p in problems[:5]:
-        say(f"skipped {what} {p}")
-    if len(problems) > 5:
-        say(f"... and {plural(len(problems) - 5, 'more ' + what)} skipped")
-
-
-def setup_corefs(**kwargs) -> Setup:
-    from .train_coref import setup_corefs as setup
-
-    return setup(**kwargs)
-
-
+# Each trained task's set-up (the tasks are LABELLED_TASKS).
 TASKS = {"classify": setup_classify, "qa": setup_qa, "corefs": setup_corefs}

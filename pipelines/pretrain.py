@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,9 +82,10 @@ from typing import Callable, Iterable, Sequence as Seq
 
 import torch
 
-from lfcli.models.convert import TOKENIZER_FILES  # the files a checkpoint folder carries along
+from lfcli.models.checkpoint import GLOBAL_PROJECTIONS, TOKENIZER_FILES, copy_tokenizer_files, global_from_local
 
 from .errors import InputError, UsageError
+from .progress import record_line
 from .trainer import (  # noqa: F401  (lr_factor: re-exported for older imports)
     STATE_DIR, Dist, TrainConfig, check_output, clear_output, lr_factor, mix_seed, train, unit_hash,
 )
@@ -101,7 +101,6 @@ MAX_DEFAULT_WARMUP = 500
 MIN_TAIL = 16  # a document's last piece is dropped when shorter (unless it is the whole document)
 # What a run writes to OUTPUT (removed by force=True before a new run; nothing else is).
 OUTPUT_FILES = ("config.json", "model.safetensors", *TOKENIZER_FILES)  # what --force removes, with the trainer's files
-GLOBAL_FROM_LOCAL = (("query", "query_global"), ("key", "key_global"), ("value", "value_global"))
 
 
 # -- masking ------------------------------------------------------------------------------
@@ -268,19 +267,14 @@ def load_mlm_model(folder: Path, seed: int, log: Callable[[str], None]):
     return mlm, "new"
 
 
-@torch.no_grad()
 def copy_local_to_global(mlm) -> None:
     """query/key/value -> query_global/key_global/value_global in every layer."""
-    for layer in mlm.longformer.encoder.layer:
-        attn = layer.attention.self
-        for local, glob in GLOBAL_FROM_LOCAL:
-            getattr(attn, glob).weight.copy_(getattr(attn, local).weight)
-            getattr(attn, glob).bias.copy_(getattr(attn, local).bias)
+    mlm.load_state_dict(global_from_local(mlm.state_dict(), only_missing=False), strict=False)
 
 
 def freeze_global_projections(mlm) -> None:
     for layer in mlm.longformer.encoder.layer:
-        for _, glob in GLOBAL_FROM_LOCAL:
+        for glob in GLOBAL_PROJECTIONS.values():
             getattr(layer.attention.self, glob).requires_grad_(False)
 
 
@@ -293,9 +287,7 @@ def write_model(mlm, source: Path, folder: Path, note: dict) -> None:
     block["continued_pretraining"] = note
     mlm.config.extra["lfcli"] = block
     mlm.save_pretrained(folder)
-    for name in TOKENIZER_FILES:
-        if (source / name).is_file():
-            shutil.copy2(source / name, folder / name)
+    copy_tokenizer_files(source, folder)
 
 
 # -- the task the trainer runs ----------------------------------------------------------------
@@ -361,11 +353,8 @@ class MLMTask:
 def _echo(record: dict) -> None:
     """Messages and evaluations on stderr, above the trainer's bar, when the caller gives no
     `log` (the CLI on a terminal)."""
-    if record["event"] == "message":
-        print(f"lfcli: {record['message']}", file=sys.stderr)
-    elif record["event"] == "eval":
-        print(f"lfcli: held-out MLM loss {record['when']}: {record['loss']:.4f} ({record['bpt']:.4f} bits/token)",
-              file=sys.stderr)
+    if record["event"] in ("message", "eval"):
+        print(record_line(record, mlm=True), file=sys.stderr)
 
 
 # -- the job ------------------------------------------------------------------------------
@@ -435,8 +424,7 @@ def pretrain_continue(
     if max_length is not None and max_length < 8:
         raise UsageError("--max-length must be at least 8 tokens")
 
-    from lfcli.kernels import resolve_backend
-    from lfcli.models import LongformerConfig
+    from lfcli.models import LongformerConfig, resolve_backend
     from lfcli.models.bundled import resolve_model
 
     from .readers import iter_documents

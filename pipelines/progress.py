@@ -15,6 +15,33 @@ def note(message: str) -> None:
     print(f"lfcli: note: {message}", file=sys.stderr, flush=True)
 
 
+def record_line(record: dict, mlm: bool = False) -> str | None:
+    """The stderr line of one of the trainer's records (metrics.jsonl's events), in the words
+    of `lfcli finetune`, or of `lfcli pretrain-continue` with `mlm` (whose evaluations carry
+    "when" and bits per token, and whose checkpoints carry their path); None for an event
+    that has no line. Which events to show is the caller's choice."""
+    event = record["event"]
+    if event == "message":
+        return f"lfcli: {record['message']}"
+    if event == "eval" and mlm:
+        return f"lfcli: held-out MLM loss {record['when']}: {record['loss']:.4f} ({record['bpt']:.4f} bits/token)"
+    if event == "eval":
+        shown = {k: v for k, v in record.items() if k not in ("event", "step", "epoch", "best") and isinstance(v, (int, float))}
+        figures = "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in shown.items())
+        return (f"lfcli: eval at update {record['step']} (epoch {record['epoch']}): {figures}"
+                f"{'  * best, saved' if record['best'] else ''}")
+    if event == "checkpoint" and mlm:
+        return f"lfcli: checkpoint {record['path']}"
+    if event == "step" and mlm:
+        return (f"lfcli: step {record['step']}/{record['max_steps']} loss {record['loss']:.4f} "
+                f"lr {record['lr']:.2e} {record['tokens_per_s']:,.0f} tokens/s")
+    if event == "step":
+        eta = record["eta_s"]
+        return (f"lfcli: update {record['step']}/{record['max_steps']} loss {record['loss']:.4f} lr {record['lr']:.2e} "
+                f"{record['tokens_per_s']:,.0f} tokens/s, ETA {eta // 60:.0f} min {eta % 60:.0f} s")
+    return None
+
+
 @contextmanager
 def progress_reporter(quiet: bool = False, stream=None):
     """Yield a callback taking runner.Stats; draws a rich progress line when `stream`

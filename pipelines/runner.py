@@ -26,12 +26,11 @@ from .precision import DTYPES, resolve_dtype
 from .progress import note
 from .readers import Document
 from .tasks import (
-    ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
+    TASKS, ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
 )
 from .tokenize import DocumentTokenizer
 from .wording import plural
 
-TASKS = ("classify", "qa", "embed", "corefs")
 HEAD_ADVICE = {
     "classify": "Without a trained head, classify zero-shot with --labels 'label1,label2,...'",
     "qa": "Pass -m with a question-answering checkpoint, or train one with `lfcli finetune qa`",
@@ -68,12 +67,12 @@ def resolve_device(device: str):
 def check_backend(attention_backend: str | None, device) -> None:
     """Refuse an unknown or impossible attention backend (the option's, else the environment
     variable's) as a usage error; a checkpoint's own setting is checked once it is read."""
-    from lfcli.kernels import ENV_VAR, BackendUnavailable, resolve_backend
+    from lfcli.models import BACKEND_ENV_VAR, BackendUnavailable, resolve_backend
 
-    chosen = attention_backend or os.environ.get(ENV_VAR)
+    chosen = attention_backend or os.environ.get(BACKEND_ENV_VAR)
     if not chosen:
         return
-    where = "--attention-backend" if attention_backend else ENV_VAR
+    where = "--attention-backend" if attention_backend else BACKEND_ENV_VAR
     try:
         resolve_backend(chosen, None, device)
     except (BackendUnavailable, ValueError) as exc:
@@ -154,7 +153,7 @@ def window_tokenizer(task: str, name: str, max_length: int | None, question: str
     (UsageError) from the tokenizer alone: before the weights load, and in the CLI before any
     input is read."""
     from lfcli.models.bundled import resolve_model
-    from lfcli.models.checkpoint import tokenizer_folder
+    from lfcli.models.registry import tokenizer_folder
 
     from .catalog import announce_build
 
@@ -224,8 +223,7 @@ class Pipeline:
     ):
         import torch
 
-        from lfcli.kernels import resolve_backend
-        from lfcli.models import ARCHITECTURES, MissingHead
+        from lfcli.models import ARCHITECTURES, MissingHead, resolve_backend
 
         torch_device = check_options(
             task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,

@@ -28,6 +28,11 @@ from .policies import global_positions
 from .readers import Document
 from .tokenize import DocumentTokenizer, Encoded, Window, owned_ranges, plan_windows
 
+# The tasks by name, in the order messages list them: what `lfcli TASK` (a Pipeline) runs, and
+# those with gold labels, which `lfcli finetune` trains and `lfcli evaluate` scores.
+TASKS = ("classify", "qa", "embed", "corefs")
+LABELLED_TASKS = tuple(task for task in TASKS if task != "embed")
+
 
 @dataclass
 class Item:

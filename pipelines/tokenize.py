@@ -142,3 +142,18 @@ def owned_ranges(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         hi = e if i == len(spans) - 1 else (spans[i + 1][0] + e) // 2
         out.append((lo, hi))
     return out
+
+
+def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """First and last token (inclusive) overlapping characters [start, end): where a gold
+    answer or mention lies in an encoded text (Encoded.offsets); None when no token does."""
+    import bisect
+
+    ends = [b for _, b in offsets]
+    first = bisect.bisect_right(ends, start)  # first token ending after `start`
+    last = first
+    while last + 1 < len(offsets) and offsets[last + 1][0] < end:
+        last += 1
+    if first >= len(offsets) or offsets[first][0] >= end:
+        return None
+    return first, last

@@ -46,6 +46,8 @@ import torch.nn.functional as F
 from .errors import InputError
 from .readers import Document, iter_documents
 from .tasks import CorefTask, Item, batch_tensors, predict_rows
+from .tokenize import token_span
+from .train_setup import Setup, fingerprint_of, report_skipped, training_tokenizer
 from .wording import plural
 
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
@@ -179,20 +181,6 @@ def split_documents(docs: list[CorefDocument], fraction: float, seed: int) -> tu
 
 
 # -- windows and their gold mentions ---------------------------------------------------------------
-def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
-    """First and last token (inclusive) overlapping characters [start, end)."""
-    import bisect
-
-    ends = [b for _, b in offsets]
-    first = bisect.bisect_right(ends, start)  # first token ending after `start`
-    last = first
-    while last + 1 < len(offsets) and offsets[last + 1][0] < end:
-        last += 1
-    if first >= len(offsets) or offsets[first][0] >= end:
-        return None
-    return first, last
-
-
 def window_examples(task: CorefTask, doc: CorefDocument, width: int) -> tuple[list[CorefExample], int]:
     """The document's windows, each with the gold mentions wholly inside it (window
     positions), and how many gold mentions no window can hold (wider than `width` tokens)."""
@@ -395,15 +383,14 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     mean of CoNLL F1 and GAP F1."""
     from lfcli.models import LongformerConfig
 
-    from .finetune import Setup, _report, _tokenizer, fingerprint_of
     from .metrics import read_gap
     from .policies import check_policy
 
     docs, problems = read_coref_documents(data, ids)
-    _report(problems, "training document", say)
+    report_skipped(problems, "training document", say)
     if validation:
         val, val_problems = read_coref_documents(validation, validation_ids)
-        _report(val_problems, "validation document", say)
+        report_skipped(val_problems, "validation document", say)
         train_docs = docs
     elif validation_ids is not None:
         val, _ = read_coref_documents(data, validation_ids)
@@ -416,7 +403,7 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     if not val:
         raise InputError("no validation documents: give --validation, --validation-ids or a --validation-split > 0")
     base = LongformerConfig.from_json_file(folder / "config.json")
-    tok, length = _tokenizer(folder, max_length, base.max_tokens)
+    tok, length = training_tokenizer(folder, max_length, base.max_tokens)
     coref_config = {**COREF_DEFAULTS, **(base.extra.get("coref") or {})}
     if ffnn_size:
         coref_config["ffnn_size"] = ffnn_size
@@ -429,7 +416,7 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     gap_docs = []
     for path in gap or []:
         more, gap_problems = gap_documents(str(path))
-        _report(gap_problems, "GAP row", say)
+        report_skipped(gap_problems, "GAP row", say)
         gap_docs += more
     if gap_docs:
         gap_counts = task.build(gap_docs)

@@ -39,6 +39,7 @@ from .errors import InputError
 from .metrics import squad_f1, squad_scores
 from .readers import Document, iter_documents
 from .tasks import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, Item, QACandidates, QATask, batch_tensors, model_inputs, predict_rows
+from .tokenize import token_span
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
 CALIBRATION_BINS = 10
@@ -147,21 +148,12 @@ def split_by_article(records: list[QARecord], fraction: float, seed: int) -> tup
     return [r for r in records if r.article not in held], [r for r in records if r.article in held]
 
 
-def _token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
-    """First and last token overlapping characters [start, end)."""
-    first = next((t for t, (a, b) in enumerate(offsets) if b > start), None)
-    last = next((t for t in range(len(offsets) - 1, -1, -1) if offsets[t][0] < end), None)
-    if first is None or last is None or last < first:
-        return None
-    return first, last
-
-
 def _targets(qa: QATask, record: QARecord, answer: bool) -> list[QAExample]:
     prepared = qa.prepare(0, Document(record.id, record.context, fields={"question": record.question}))
     span = None
     if answer:
         gold = record.answers[0]
-        span = _token_span(prepared.encoded.offsets, gold["answer_start"], gold["answer_start"] + len(gold["text"]))
+        span = token_span(prepared.encoded.offsets, gold["answer_start"], gold["answer_start"] + len(gold["text"]))
     out = []
     for item in prepared.items:
         w = item.window
