@@ -15,10 +15,11 @@ from typing import Optional
 import typer
 from typing_extensions import Annotated
 
-from .cli import _guarded, app
+from .app import app, guarded
 
 
 @app.command()
+@guarded
 def evaluate(
     task: Annotated[str, typer.Argument(help="classify, qa or corefs.", show_default=False)],
     pred: Annotated[str, typer.Argument(help="lfcli's output for TASK: .jsonl, .json or .parquet.", show_default=False)],
@@ -36,22 +37,18 @@ def evaluate(
     """Score predictions: accuracy and F1 (classify), SQuAD EM/F1 (qa), MUC, B3, CEAF-e and
     CoNLL F1 (corefs; GAP F1 and bias for a GAP .tsv). Gold ids without a prediction, and
     failed rows, count as wrong; a prediction id not in gold is an error."""
+    from lfcli.pipelines.errors import UsageError
+    from lfcli.pipelines.evaluate import evaluate as run
+    from lfcli.pipelines.tasks import LABELLED_TASKS
 
-    def go():
-        from lfcli.pipelines.errors import UsageError
-        from lfcli.pipelines.evaluate import TASKS
-        from lfcli.pipelines.evaluate import evaluate as run
-
-        if task not in TASKS:
-            raise UsageError(f"TASK must be one of {', '.join(TASKS)}, not {task!r}")
-        if singletons is not None and task != "corefs":
-            raise UsageError("--singletons/--no-singletons only apply to corefs")
-        result = run(task, pred, gold, singletons=True if singletons is None else singletons, ids=ids)
-        typer.echo(json.dumps(result, ensure_ascii=False))
-        if not quiet:
-            _print_table(result)
-
-    _guarded(go)
+    if task not in LABELLED_TASKS:
+        raise UsageError(f"TASK must be one of {', '.join(LABELLED_TASKS)}, not {task!r}")
+    if singletons is not None and task != "corefs":
+        raise UsageError("--singletons/--no-singletons only apply to corefs")
+    result = run(task, pred, gold, singletons=True if singletons is None else singletons, ids=ids)
+    typer.echo(json.dumps(result, ensure_ascii=False))
+    if not quiet:
+        _print_table(result)
 
 
 def _print_table(result: dict) -> None:

@@ -14,7 +14,7 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from .cli import Device, _guarded, app
+from .app import Device, Global, app, guarded
 
 finetune_app = typer.Typer(
     help="Train a task model (a LoRA adapter + head by default) on labelled data; the best model by validation ends in -o DIR.",
@@ -38,7 +38,6 @@ MaxSteps = Annotated[Optional[int], typer.Option("--max-steps", help="Optimizer 
 Lr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (default with LoRA: 5e-4 classify, 1e-3 qa and corefs; 5e-5 full).")]
 BatchTokens = Annotated[int, typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches).")]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: qa 256, others the model's positions).")]
-Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
 Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
 LoraRank = Annotated[int, typer.Option("--lora-rank", help="Rank of the LoRA updates.")]
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
@@ -53,23 +52,15 @@ Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or messages on
 def _run(task: str, data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens, max_length,
          global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume, quiet, **task_options):
     from lfcli.pipelines.finetune import finetune
+    from lfcli.pipelines.progress import record_line
     from lfcli.pipelines.trainer import TrainConfig
 
     live = sys.stderr.isatty() and not quiet
 
     def log(record: dict) -> None:
-        event = record["event"]
-        if event == "message":
-            typer.echo(f"lfcli: {record['message']}", err=True)
-        elif event == "eval":
-            shown = {k: v for k, v in record.items() if k not in ("event", "step", "epoch", "best") and isinstance(v, (int, float))}
-            figures = "  ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in shown.items())
-            typer.echo(f"lfcli: eval at update {record['step']} (epoch {record['epoch']}): {figures}"
-                       f"{'  * best, saved' if record['best'] else ''}", err=True)
-        elif event == "step" and not live:
-            eta = record["eta_s"]
-            typer.echo(f"lfcli: update {record['step']}/{record['max_steps']} loss {record['loss']:.4f} lr {record['lr']:.2e} "
-                       f"{record['tokens_per_s']:,.0f} tokens/s, ETA {eta // 60:.0f} min {eta % 60:.0f} s", err=True)
+        line = record_line(record) if record["event"] != "step" or not live else None  # the bar shows the steps
+        if line is not None:
+            typer.echo(line, err=True)
 
     config = TrainConfig(
         lr=lr or DEFAULT_LR[(task, adapter if adapter in ("lora", "full") else "lora")],
@@ -88,6 +79,7 @@ def _run(task: str, data, output, model, validation, validation_split, epochs, m
 
 
 @finetune_app.command("classify")
+@guarded
 def finetune_classify(
     data: Data, output: Output, model: Model = None,
     text_column: Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")] = "text",
@@ -102,13 +94,14 @@ def finetune_classify(
 ):
     """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
     subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."""
-    _guarded(lambda: _run("classify", data, output, model, validation, validation_split, epochs, max_steps, lr,
-                          batch_tokens, max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast,
-                          force, resume, quiet, text_column=text_column, label_column=label_column, id_column=id_column,
-                          class_weights=class_weights, first_window_only=first_window_only))
+    _run("classify", data, output, model, validation, validation_split, epochs, max_steps, lr,
+         batch_tokens, max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast,
+         force, resume, quiet, text_column=text_column, label_column=label_column, id_column=id_column,
+         class_weights=class_weights, first_window_only=first_window_only)
 
 
 @finetune_app.command("qa")
+@guarded
 def finetune_qa(
     data: Data, output: Output, model: Model = None,
     negatives: Annotated[float, typer.Option("--negatives", help="SQuAD JSON: chance that a question also trains on a no-answer window of another paragraph of its article.")] = 0.5,
@@ -120,12 +113,13 @@ def finetune_qa(
 ):
     """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
     text), question and answers ({text, answer_start} lists). Validation holds out whole articles."""
-    _guarded(lambda: _run("qa", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
-                          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-                          quiet, negatives=negatives, max_eval=max_eval))
+    _run("qa", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
+         max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
+         quiet, negatives=negatives, max_eval=max_eval)
 
 
 @finetune_app.command("corefs")
+@guarded
 def finetune_corefs(
     data: Data, output: Output, model: Model = None,
     ids: Annotated[Optional[str], typer.Option("--ids", help="Train only on the documents listed in this file (one id per line, e.g. LitBank's train.ids).")] = None,
@@ -140,23 +134,20 @@ def finetune_corefs(
 ):
     """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
     (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""
-    _guarded(lambda: _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
-                          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-                          quiet, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
-                          ffnn_size=ffnn_size))
+    _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
+         max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
+         quiet, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
+         ffnn_size=ffnn_size)
 
 
 @app.command("merge")
+@guarded
 def merge(
     adapter: Annotated[str, typer.Argument(metavar="DIR", help="A folder `lfcli finetune` wrote with a LoRA adapter.")],
     out: Annotated[str, typer.Argument(metavar="OUT", help="Where to write the full transformers-layout checkpoint.")],
     force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty OUT folder.")] = False,
 ):
     """Merge a LoRA adapter into its base: a full checkpoint transformers loads (as --merge at training)."""
+    from lfcli.pipelines.finetune import merge_adapter
 
-    def go():
-        from lfcli.pipelines.finetune import merge_adapter
-
-        typer.echo(f"lfcli: wrote {merge_adapter(adapter, out, force=force)}", err=True)
-
-    _guarded(go)
+    typer.echo(f"lfcli: wrote {merge_adapter(adapter, out, force=force)}", err=True)

@@ -46,11 +46,10 @@ from typing import Any, Iterable, Iterator
 
 from . import metrics
 from .errors import InputError, UsageError
+from .tasks import LABELLED_TASKS
 from .wording import json_error, plural
 
-__all__ = ["TASKS", "evaluate", "read_predictions", "read_gold", "Gold"]
-
-TASKS = ("classify", "qa", "corefs")
+__all__ = ["evaluate", "read_predictions", "read_gold", "Gold"]
 
 _JSONL_EXTS = (".jsonl", ".ndjson")
 _PARQUET_EXTS = (".parquet", ".pq")
@@ -154,8 +153,8 @@ def read_predictions(path: str, task: str) -> dict[str, dict]:
 
 def read_gold(task: str, path: str) -> Gold:
     """The gold data of ``task`` at ``path`` (see the module docstring for the formats)."""
-    if task not in TASKS:
-        raise UsageError(f"task must be one of {', '.join(TASKS)}, not {task!r}")
+    if task not in LABELLED_TASKS:
+        raise UsageError(f"task must be one of {', '.join(LABELLED_TASKS)}, not {task!r}")
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file or folder")
     lower = _ext(path)
@@ -375,8 +374,8 @@ def evaluate(task: str, pred_path: str, gold_path: str, *, singletons: bool = Tr
     dict (see the module docstring). ``singletons`` picks the headline coreference numbers
     (``conll_f1``); both variants are always reported. ``ids``: restrict to these gold ids (a
     file, one per line, or an iterable)."""
-    if task not in TASKS:
-        raise UsageError(f"task must be one of {', '.join(TASKS)}, not {task!r}")
+    if task not in LABELLED_TASKS:
+        raise UsageError(f"task must be one of {', '.join(LABELLED_TASKS)}, not {task!r}")
     for path in (pred_path, gold_path):
         if not os.path.exists(path):
             raise InputError(f"{path}: no such file or folder")

@@ -1,0 +1,239 @@
+"""`lfcli classify|qa|embed|corefs PATH...`: a task over documents, rows to stdout or -o FILE.
+
+Every option is checked before any input is read, and the inputs before the model loads, so
+a typo fails at once; `--engine ray` hands the same job to pipelines/ray_engine.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Optional
+
+import typer
+from typing_extensions import Annotated
+
+from .app import (
+    Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
+    IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
+    TextColumn, Workers, app, guarded,
+)
+
+
+def _run_task(task: str, inputs: list[str], output: str | None, options: dict, read: dict, job: dict, pipe_opts: dict):
+    from lfcli.pipelines.errors import UsageError
+    from lfcli.pipelines.jobs import job_record
+    from lfcli.pipelines.progress import progress_reporter
+    from lfcli.pipelines.readers import inputs_with_field, iter_documents
+    from lfcli.pipelines.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
+    from lfcli.pipelines.writers import open_writer
+
+    job["engine"] = _engine(options)
+    quiet = options["quiet"]
+    resume, force, on_error = job["resume"], job["force"], job["on_error"]
+    if resume and force:
+        raise UsageError("--resume and --force contradict each other; pick one")
+    if on_error not in ("skip", "fail"):
+        raise UsageError("--on-error must be skip or fail")
+    if job.get("engine") is not None and job["engine"].engine == "ray":
+        from lfcli.pipelines.ray_engine import run_ray
+
+        _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet)
+        return
+    # Every option first, then inputs and output, then the model: a typo fails in a blink.
+    check_options(
+        task, device=pipe_opts["device"], dtype=pipe_opts["dtype"], attention_backend=pipe_opts["attention_backend"],
+        max_length=pipe_opts["max_length"], batch_size=pipe_opts["batch_size"], max_tokens=pipe_opts["max_tokens"],
+        global_policy=pipe_opts["global_policy"], labels=pipe_opts.get("labels"),
+        temperature=pipe_opts.get("temperature", 0.05), top_k=pipe_opts.get("top_k", 1), pooling=pipe_opts.get("pooling"),
+    )
+    question = pipe_opts.get("question")
+    if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
+        window_tokenizer(task, model_name(task, pipe_opts["model"], pipe_opts.get("labels")), pipe_opts["max_length"], question)
+    docs = iter_documents(inputs, **read)
+    if task == "qa":  # no question anywhere: one usage error, not an error row per document
+        check_questions(question, question is not None or inputs_with_field(
+            inputs, "question", glob=read["glob"], input_format=read["input_format"]))
+    first_error = None
+    record = job_record(task, inputs, read, pipe_opts)  # what made the output: --resume must be the same job
+    with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"], job=record) as writer:
+        already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
+        pipe = Pipeline(task, **pipe_opts)
+        writer.set_schema(pipe.task.schema())
+        with progress_reporter(quiet) as report:
+            for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
+                if first_error is None and row.get("error"):
+                    first_error = row["error"]
+                writer.write(row)
+    _finish(pipe.stats, len(already_done), first_error, quiet)
+
+
+def _engine(options: dict):
+    """The --engine options, checked before any input is read (the engine module has no Ray import)."""
+    from lfcli.pipelines.ray_engine import engine_options
+
+    return engine_options(options["engine"], options["ray_address"], options["workers"], options["gpus_per_worker"],
+                          options["cpus_per_worker"])
+
+
+def _finish(stats, already_done: int, first_error: str | None, quiet: bool) -> None:
+    """The job's closing lines on stderr: failures first, then rates over the documents that
+    ran (a failed document costs nothing, so counting it would inflate docs/s). A job whose
+    every document failed exits 1, its error rows written all the same: it made nothing."""
+    import time
+
+    from lfcli.pipelines.errors import InputError
+    from lfcli.pipelines.wording import plural
+
+    already = f"; {already_done} already in the output" if already_done else ""
+    if stats.docs and stats.errors == stats.docs:
+        raise InputError(f"all {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error}){already}")
+    if quiet:
+        return
+    dt = max(time.perf_counter() - stats.started, 1e-9)
+    ok = stats.docs - stats.errors
+    lines = []
+    if stats.errors:
+        lines.append(f"{stats.errors} of {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error})")
+    if ok:
+        lines.append(f"{plural(ok, 'document')} done in {dt:.1f} s: {ok / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s")
+    else:
+        lines.append("no documents to run")
+    lines[-1] += already
+    for line in lines:
+        typer.echo(f"lfcli: {line}", err=True)
+
+
+def _job(model: str | None, options: dict) -> tuple[dict, dict, dict]:
+    """The shared options sorted out: how to read the inputs, what the job's output does, and
+    the Pipeline's options (the --engine ones are _engine's)."""
+    o = options
+    read = dict(text_column=o["text_column"], id_column=o["id_column"], glob=o["glob"],
+                encoding_errors=o["encoding_errors"], input_format=o["input_format"])
+    if o["row_group_size"] < 1:
+        from lfcli.pipelines.errors import UsageError
+
+        raise UsageError("--row-group-size must be positive")
+    job = dict(force=o["force"], resume=o["resume"], on_error=o["on_error"], row_group_size=o["row_group_size"])
+    pipe = dict(
+        model=model, device=o["device"], dtype=o["dtype"], attention_backend=o["attention_backend"],
+        max_length=o["max_length"], batch_size=o["batch_size"], max_tokens=o["max_tokens"], global_policy=o["global_"],
+    )
+    return read, job, pipe
+
+
+def _shared_options(
+    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
+    batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
+    device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
+    force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
+    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
+    engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
+    gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,
+):
+    """The options every task command takes after its own, declared once (see job_options)."""
+
+
+def job_options(command):
+    """`command` with _shared_options' parameters after its own (in that order in --help);
+    it gets their values as one dict, its keyword `options`."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"]
+    shared = list(inspect.signature(_shared_options, eval_str=True).parameters.values())
+
+    @functools.wraps(command)
+    def run(**kwargs):  # typer passes every parameter by name
+        options = {p.name: kwargs.pop(p.name) for p in shared}
+        return command(**kwargs, options=options)
+
+    run.__signature__ = inspect.Signature(own + shared)  # what typer reads the command's options from
+    return run
+
+
+def _parse_labels(labels: str | None, labels_file: str | None) -> list[tuple[str, str]] | None:
+    from lfcli.pipelines.errors import InputError, UsageError
+
+    if labels and labels_file:
+        raise UsageError("give --labels or --labels-file, not both")
+    if labels is not None:
+        out = [(x.strip(), "") for x in labels.split(",") if x.strip()]
+    elif labels_file is not None:
+        try:
+            lines = Path(labels_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{labels_file}: cannot read the labels file ({exc})") from None
+        out = []
+        for line in lines:
+            if line.strip() and not line.lstrip().startswith("#"):
+                name, _, desc = line.partition(":")
+                out.append((name.strip(), desc.strip()))
+    else:
+        return None
+    return out  # how many there must be is the runner's check_options' business
+
+
+@app.command()
+@guarded
+@job_options
+def classify(
+    inputs: Inputs,
+    output: Output = None,
+    model: Model = None,
+    labels: Annotated[Optional[str], typer.Option("--labels", help="Zero-shot: comma-separated labels, e.g. 'sports,politics,science'.")] = None,
+    labels_file: Annotated[Optional[str], typer.Option("--labels-file", help="Zero-shot: one label per line, optionally 'label: description'.")] = None,
+    temperature: Annotated[float, typer.Option("--temperature", help="Zero-shot softmax temperature over cosine similarities.")] = 0.05,
+    *, options: dict,
+):
+    """Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed)."""
+    read, job, pipe = _job(model, options)
+    parsed = _parse_labels(labels, labels_file)
+    if parsed is not None:
+        pipe.update(labels=parsed, temperature=temperature)
+    _run_task("classify", inputs, output, options, read, job, pipe)
+
+
+@app.command()
+@guarded
+@job_options
+def qa(
+    inputs: Inputs,
+    question: Annotated[Optional[str], typer.Option("--question", "-q", help="The question (else each record's 'question' field).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many answers per document.")] = 1,
+    output: Output = None, model: Model = None,
+    *, options: dict,
+):
+    """Answer a question from each document: id, question, answer, start, end, score."""
+    read, job, pipe = _job(model, options)
+    pipe.update(question=question, top_k=top_k)
+    _run_task("qa", inputs, output, options, read, job, pipe)
+
+
+@app.command()
+@guarded
+@job_options
+def embed(
+    inputs: Inputs,
+    output: Output = None, model: Model = None,
+    pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean or cls (default: the model's, else mean).")] = None,
+    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="L2-normalise (default: the model's, else yes).")] = None,
+    *, options: dict,
+):
+    """Document vectors: id, embedding, n_tokens."""
+    read, job, pipe = _job(model, options)
+    pipe.update(pooling=pooling, normalize=normalize)
+    _run_task("embed", inputs, output, options, read, job, pipe)
+
+
+@app.command()
+@guarded
+@job_options
+def corefs(
+    inputs: Inputs,
+    output: Output = None, model: Model = None,
+    singletons: Annotated[bool, typer.Option("--singletons", help="Also report entities mentioned once (clusters of one span).")] = False,
+    *, options: dict,
+):
+    """Coreference chains: id, clusters of {start, end, text} character spans."""
+    read, job, pipe = _job(model, options)
+    pipe.update(singletons=singletons)
+    _run_task("corefs", inputs, output, options, read, job, pipe)
