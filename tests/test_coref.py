@@ -15,13 +15,12 @@ from checkpoints import make_checkpoint
 from lfcli.models import LongformerConfig, LongformerForCoreference
 from lfcli.pipelines.readers import Document
 from lfcli.pipelines.tasks import CorefTask, decode_clusters
-from lfcli.pipelines.tokenize import DocumentTokenizer
+from lfcli.pipelines.tokenize import DocumentTokenizer, token_span
 from lfcli.pipelines.train_coref import (
     CorefTrainTask,
     coref_loss,
     read_coref_documents,
     setup_corefs,
-    token_span,
 )
 
 TEXT = ("Elizabeth walked to Netherfield . She said that he would come back before the winter . "

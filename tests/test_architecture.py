@@ -1,0 +1,243 @@
+"""The shape of the code: lfcli -> pipelines -> models -> kernels, no import circles, no
+private names across modules.
+
+Every `import` and `from ... import` of the package is read with `ast`, at module level and
+inside functions alike (an import inside a function is still a dependency; it only hides a
+circle until the function runs), relative and absolute. Three rules:
+
+* layers: lfcli (the CLI and the Python API) may import pipelines, models and kernels;
+  pipelines may import models (and reaches the attention kernels through models); models
+  may import kernels; kernels nothing of lfcli. A layer never imports one above it.
+* no circles between modules, whichever way they are spelt.
+* no private name (a leading underscore) imported from another module, nor read off an
+  imported module (`readers._walk`): what one module offers another is public.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 has no tomllib: package_dirs falls back on the folders' names
+    tomllib = None
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Which package may import which: each layer calls only the ones below it, and pipelines reach
+# the kernels through models (models re-exports the backend choice pipelines need).
+LAYERS = ("lfcli", "lfcli.pipelines", "lfcli.models", "lfcli.kernels")
+MAY_IMPORT = {
+    "lfcli": {"lfcli", "lfcli.pipelines", "lfcli.models", "lfcli.kernels"},
+    "lfcli.pipelines": {"lfcli.pipelines", "lfcli.models"},
+    "lfcli.models": {"lfcli.models", "lfcli.kernels"},
+    "lfcli.kernels": {"lfcli.kernels"},
+}
+
+
+# -- the checker (its own tests are at the bottom) --------------------------------------------
+def package_dirs(root: Path = ROOT) -> dict[str, Path]:
+    """pyproject.toml's package-dir: import name -> folder (lfcli.models -> models/)."""
+    if tomllib is not None:
+        table = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        mapping = table["tool"]["setuptools"]["package-dir"]
+    else:  # lfcli.models -> models/, as pyproject.toml says
+        mapping = {name: name.split(".")[-1] for name in LAYERS}
+    return {name: root / folder for name, folder in mapping.items()}
+
+
+def modules_of(packages: dict[str, Path]) -> dict[str, Path]:
+    """Every module of the packages: dotted name -> file (a package is its __init__.py)."""
+    found = {}
+    for package, folder in packages.items():
+        for path in sorted(folder.glob("*.py")):
+            found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    return found
+
+
+def _owner(name: str, modules: dict[str, Path]) -> str | None:
+    """The module of ours that `name` (a dotted import path) lands in: the longest match."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, str | None, int]]:
+    """(imported module, name taken from it or None, line) for each import of ours in `path`,
+    with private attributes read off an imported module as names taken from it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.stem == "__init__" else module.rpartition(".")[0]
+    found: list[tuple[str, str | None, int]] = []
+    bound: dict[str, str] = {}  # local name -> our module it refers to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _owner(alias.name, modules)
+                if target is not None:
+                    found.append((target, None, node.lineno))
+                    if alias.asname:
+                        bound[alias.asname] = target
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                if submodule in modules:  # `from . import readers`: the module itself
+                    found.append((submodule, None, node.lineno))
+                    bound[alias.asname or alias.name] = submodule
+                    continue
+                target = _owner(source, modules)
+                if target is not None:
+                    found.append((target, alias.name, node.lineno))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            found.append((bound[node.value.id], node.attr, node.lineno))
+    return [(target, name, line) for target, name, line in found if target != module]
+
+
+def _layer(module: str, layers: tuple[str, ...]) -> str:
+    return max((layer for layer in layers if module == layer or module.startswith(layer + ".")), key=len)
+
+
+def _is_private(name: str | None) -> bool:
+    return bool(name) and name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def find_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each as a path that
+    walks its circle, for the message."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return [_circle_path(group, graph) for group in groups]
+
+
+def _circle_path(group: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """One circle through the group's first module: a -> b -> ... -> a."""
+    members, start = set(group), group[0]
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == start:
+                return paths[node] + [start]
+            if nxt in members and nxt not in paths:
+                paths[nxt] = paths[node] + [nxt]
+                queue.append(nxt)
+    return group
+
+
+def architecture_problems(packages: dict[str, Path], layers: tuple[str, ...] = LAYERS,
+                          may_import: dict[str, set[str]] = MAY_IMPORT) -> list[str]:
+    """Every breach of the three rules, one line each (empty: the code keeps them)."""
+    modules = modules_of(packages)
+    problems, graph = {}, {module: set() for module in modules}  # a dict: each problem once, in order
+    for module, path in modules.items():
+        where = path.relative_to(path.parents[1])
+        for target, name, line in imports_of(module, path, modules):
+            graph[module].add(target)
+            if _layer(target, layers) not in may_import[_layer(module, layers)]:
+                problems[f"{where}:{line}: {module} imports {target}, which its layer may not import"] = None
+            if _is_private(name):
+                problems[f"{where}:{line}: {module} takes the private name {name} from {target}"] = None
+    for circle in find_circles(graph):
+        problems["import circle: " + " -> ".join(circle)] = None
+    return list(problems)
+
+
+# -- the package keeps the rules --------------------------------------------------------------
+def test_the_package_keeps_its_layers_without_circles_or_private_names():
+    packages = package_dirs()
+    assert set(packages) == set(LAYERS), "a package was added or renamed: give it its place in LAYERS and MAY_IMPORT"
+    assert len(modules_of(packages)) > 40  # the checker reads the real tree
+    problems = architecture_problems(packages)
+    assert not problems, "\n".join(problems)
+
+
+# -- the checker catches what it is for ------------------------------------------------------
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def _toy(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    """A two-layer package `top` (folder top/) over `top.low` (folder low/), checked."""
+    _write(tmp_path, {"top/__init__.py": "", "low/__init__.py": "", **files})
+    packages = {"top": tmp_path / "top", "top.low": tmp_path / "low"}
+    return architecture_problems(packages, ("top", "top.low"), {"top": {"top", "top.low"}, "top.low": {"top.low"}})
+
+
+# Small packages, each clean or with breaches of one kind, and what the checker says of them.
+CASES = {
+    "clean": ({
+        "top/cli.py": "from .low import base\nfrom top.low.base import helper\n",
+        "low/base.py": "def helper():\n    from . import util\n    return util.value\n",
+        "low/util.py": "value = 1\n",
+    }, []),
+    "a circle held open inside a function": ({
+        "low/a.py": "from .b import thing\n",
+        "low/b.py": "thing = 1\n\ndef late():\n    from top.low import a\n    return a\n",
+    }, ["import circle: top.low.a -> top.low.b -> top.low.a"]),
+    "a circle through an import at the bottom of a file": ({
+        "top/cli.py": "app = object()\n\nfrom . import commands  # noqa: E402\n",
+        "top/commands.py": "from .cli import app\n",
+    }, ["import circle: top.cli -> top.commands -> top.cli"]),
+    "an upward import inside a function": ({
+        "top/cli.py": "VERSION = '1'\n",
+        "low/jobs.py": "def record():\n    from top.cli import VERSION\n    return VERSION\n",
+    }, ["low/jobs.py:2: top.low.jobs imports top.cli, which its layer may not import"]),
+    "private names across modules": ({
+        "low/readers.py": "def _walk():\n    pass\n",
+        "low/writers.py": "from .readers import _walk\n",
+        "low/engine.py": "from . import readers\n\nreaders._walk()\n",
+        "low/own.py": "def _mine():\n    pass\n\n_mine()\n",  # its own private names are its business
+    }, ["low/engine.py:3: top.low.engine takes the private name _walk from top.low.readers",
+        "low/writers.py:1: top.low.writers takes the private name _walk from top.low.readers"]),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_checker_on_small_packages(tmp_path, case):
+    files, expected = CASES[case]
+    assert sorted(_toy(tmp_path, files)) == expected
