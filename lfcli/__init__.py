@@ -5,6 +5,17 @@ Importing lfcli is cheap: torch loads when a task runs. See lfcli.api for the fu
 
 __version__ = "0.1.0"
 
+import os as _os
+
+# oneDNN, behind PyTorch's bf16 matmuls on the CPU, keeps a compiled kernel for every matrix
+# shape it meets, in two caches of 1,024 entries by default (oneDNN's primitive cache and
+# ideep's LRU cache). Documents of mixed lengths bring new shapes all the time, so a bf16
+# training run grew by gigabytes (about 0.7 MB a shape at the bundled model's size, measured:
+# benchmarks/train_memory.py). 256 entries hold every shape a training step reuses; a value the
+# user sets wins. Read when oneDNN first builds a kernel, so this must run before any matmul.
+for _name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
+    _os.environ.setdefault(_name, "256")
+
 from .api import Pipeline, classify, corefs, embed, qa, read_documents  # noqa: E402
 
 
