@@ -49,11 +49,12 @@ FORWARD_OPS = {
     "aten::linear": "linear", "aten::addmm": "linear", "aten::mm": "linear", "aten::matmul": "linear",
     "aten::layer_norm": "layer norm", "aten::native_layer_norm": "layer norm",
     "aten::gelu": "GELU", "aten::dropout": "dropout", "aten::native_dropout": "dropout", "aten::bernoulli_": "dropout",
+    "_Dropout": "dropout",  # lfcli.kernels.fused's dropout (an autograd function)
     "aten::softmax": "softmax", "aten::_softmax": "softmax",
     "aten::to": "casts", "aten::_to_copy": "casts",
 }
 BACKWARD_NODES = {
-    "AddmmBackward0": "linear", "MmBackward0": "linear", "LinearBackward0": "linear",
+    "AddmmBackward0": "linear", "MmBackward0": "linear", "LinearBackward0": "linear", "_DropoutBackward": "dropout",
     "NativeLayerNormBackward0": "layer norm", "GeluBackward0": "GELU", "NativeDropoutBackward0": "dropout",
     "SoftmaxBackward0": "softmax", "ToCopyBackward0": "casts",
     "NllLossBackward0": "loss", "LogSoftmaxBackward0": "loss",
