@@ -143,6 +143,12 @@ def split_profile(events) -> dict[str, float]:
         parts[part] += ms(ev) - inner
         parts["casts"] += inner
 
+    def rest_then_children(ev, walk) -> None:
+        """An event of no part: its own time (outside its children) is rest, its children walked."""
+        parts["rest"] += max(0.0, ms(ev) - sum(ms(c) for c in ev.cpu_children))
+        for child in ev.cpu_children:
+            walk(child)
+
     def walk_forward(ev) -> None:
         if ev.name == BAND_REGION:
             mark(ev, "band")
@@ -153,13 +159,7 @@ def split_profile(events) -> dict[str, float]:
             mark(ev, part)
             claim(ev, part if part in ("layer norm", "GELU", "dropout", "softmax", "casts") else f"{part} fwd")
             return
-        if not ev.cpu_children:
-            parts["rest"] += ms(ev)
-            return
-        own = ms(ev) - sum(ms(c) for c in ev.cpu_children)
-        parts["rest"] += max(0.0, own)
-        for child in ev.cpu_children:
-            walk_forward(child)
+        rest_then_children(ev, walk_forward)
 
     def walk_backward(ev) -> None:
         prefix = "autograd::engine::evaluate_function: "
@@ -173,13 +173,7 @@ def split_profile(events) -> dict[str, float]:
             else:
                 claim(ev, f"{part} bwd" if part in ("linear", "band") else part)
             return
-        if not ev.cpu_children:
-            parts["rest"] += ms(ev)
-            return
-        own = ms(ev) - sum(ms(c) for c in ev.cpu_children)
-        parts["rest"] += max(0.0, own)
-        for child in ev.cpu_children:
-            walk_backward(child)
+        rest_then_children(ev, walk_backward)
 
     roots = [ev for ev in events if ev.cpu_parent is None]
     for root in roots:

@@ -189,3 +189,29 @@ def test_every_script_takes_quick(script):
     proc = subprocess.run([sys.executable, str(BENCH / f"{script}.py"), "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "--quick" in proc.stdout and "--json" in proc.stdout
     assert script in run_all.BENCHMARKS + run_all.EVALUATIONS
+
+
+def test_train_profile_tiny(tmp_path):
+    """Every part of the step is found in the profile: the band's region, the linear layers,
+    lfcli's dropout and the optimizer, forward and backward, under both band backwards."""
+    import train_profile
+
+    for band_grad in ("fused", "autograd"):
+        os.environ["LFCLI_BAND_GRAD"] = band_grad
+        try:
+            res = train_profile.main(["--tiny", "--cases", "128", "--dtypes", "fp32", "--modes", "full",
+                                      "--json", str(tmp_path / "p.json")])
+        finally:
+            os.environ.pop("LFCLI_BAND_GRAD")
+        (rec,) = res["records"]
+        for part in ("linear fwd", "linear bwd", "band fwd", "band bwd", "dropout", "optimizer"):
+            assert rec["parts"].get(part, 0) > 0, (band_grad, part, rec["parts"])
+        assert json.loads((tmp_path / "p.json").read_text())["band_grad"] == band_grad
+
+
+def test_train_memory_tiny(tmp_path):
+    import train_memory
+
+    res = train_memory.main(["--tiny", "--variants", "lfcli", "--json", str(tmp_path / "m.json")])
+    rss = res["variants"]["lfcli"]["rss_mb"]
+    assert len(rss) == 12 and all(r > 0 for r in rss)
