@@ -5,15 +5,18 @@ how a list of them becomes a batch, the loss of a batch, and its evaluation. The
 the rest, the same for every task, top to bottom as nanoGPT's train.py does:
 
   data      a seeded permutation of the examples per epoch, one epoch after the other
-            (`Stream`); an update takes examples from the stream until it holds
-            `batch_tokens` real tokens, sorts them by length and packs them into
-            micro-batches of at most `micro_tokens` padded tokens (gradient accumulation).
+            (`Stream`); an update takes examples from the stream until it holds about
+            `batch_tokens` real tokens, never reaching into the next epoch (so --epochs 1
+            is one pass), sorts them by length and packs them into micro-batches of at
+            most `micro_tokens` padded tokens (gradient accumulation).
             Under torchrun the micro-batches of an update are dealt out to the processes.
             Or fixed batches (`batch_size`, as pretraining's --batch-size/--grad-accum):
             `grad_accum` micro-batches of `batch_size` examples per process, in stream order.
   step      forward under bf16 autocast where the CPU multiplies bf16 natively (or on
             CUDA), loss = sum over the update's units / number of units (tokens for MLM,
-            questions for QA, documents for classify), backward, clip, AdamW step.
+            questions for QA, documents for classify), backward, clip, AdamW step. On the
+            CPU the band attention's backward is its own blocked function
+            (kernels/chunked_grad.py) and AdamW is PyTorch's fused one.
   schedule  linear warm-up, then polynomial decay to 0 at the last update (power 1:
             linear, the fine-tuning default; power 3: the Longformer paper's pretraining).
   eval      every `eval_every` updates and at the end (and before the first update with
