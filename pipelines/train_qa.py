@@ -8,7 +8,7 @@ question in every window, global attention on it, contexts longer than a window 
 overlapping windows). A window that holds the whole first gold answer is trained to point
 at it; a window without it is trained to point at its first token ([CLS] / <s>), the
 no-answer target. That no-answer score is what lets `lfcli qa` compare spans across the
-windows of a long document on one scale (tasks.best_spans). For SQuAD JSON, a question also
+windows of a long document on one scale (answers.best_spans). For SQuAD JSON, a question also
 gets, with probability `negatives`, a window of another paragraph of its article, with the
 no-answer target: a distractor on the same topic, as the question meets when asked of a
 whole article.
@@ -17,7 +17,7 @@ The loss of a window is the mean of the start and end cross-entropies over its f
 and its context tokens (question, separators and padding are never targets). Validation:
 SQuAD v1.1 EM/F1, decoded by QATask exactly as `lfcli qa` decodes.
 
-Calibration: at every evaluation the temperature of the answers' scores (tasks.QACandidates)
+Calibration: at every evaluation the temperature of the answers' scores (answers.QACandidates)
 is fitted on the validation questions (`fit_temperature`: least log loss of "the answer is
 right", token F1 >= 0.5 with a gold answer), and the evaluation reports the scores' expected
 calibration error and AUROC at that temperature. The model saved with an evaluation carries
@@ -38,7 +38,8 @@ import torch
 from .errors import InputError
 from .metrics import squad_f1, squad_scores
 from .readers import Document, iter_documents
-from .tasks import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, Item, QACandidates, QATask, batch_tensors, model_inputs, predict_rows
+from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
+from .tasks import Item, QATask, batch_tensors, model_inputs, predict_rows
 from .tokenize import token_span
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this

@@ -342,7 +342,7 @@ def test_finetune_corefs_end_to_end(base_dir, tmp_path):
 def test_no_mention_crosses_a_paragraph_break(coref_dir):
     """A span whose first and last tokens lie in different paragraphs is never a candidate:
     its mention score is -inf, so neither training nor decoding can pick it."""
-    from lfcli.pipelines.tasks import paragraph_ids
+    from lfcli.pipelines.tokenize import paragraph_ids
 
     text = "The Lamplighter\n\nOld Teodor lit the lamps .\n \nHe slept ."
     tok = DocumentTokenizer.from_folder(coref_dir, 128)

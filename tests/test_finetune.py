@@ -21,7 +21,7 @@ from lfcli.models.lora import (
     merge_lora,
 )
 from lfcli.pipelines.finetune import finetune
-from lfcli.pipelines.tasks import best_spans
+from lfcli.pipelines.answers import best_spans
 from lfcli.pipelines.trainer import Stream, TrainConfig, plan_update
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

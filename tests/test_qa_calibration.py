@@ -16,7 +16,7 @@ import torch
 from checkpoints import make_checkpoint
 from lfcli import Pipeline
 from lfcli.pipelines.readers import Document
-from lfcli.pipelines.tasks import (
+from lfcli.pipelines.answers import (
     CALIBRATION_METHOD,
     DEFAULT_TEMPERATURE,
     QACandidates,
