@@ -62,6 +62,12 @@ class BlockPlan:
         """Maximal runs [b0, b1) of consecutive blocks of sample b with the same dirtiness."""
         return _runs(self.dirty[b])
 
+    def pieces(self, b: int, step: int):
+        """The runs of sample b cut into pieces of at most `step` blocks: (b0, b1, is_dirty)."""
+        for b0, b1, is_dirty in self.runs(b):
+            for s0 in range(b0, b1, step):
+                yield s0, min(b1, s0 + step), is_dirty
+
     def bias(self, b: int, b0: int, b1: int, is_dirty: bool) -> torch.Tensor:
         """The additive mask of blocks [b0, b1) of sample b: (1 or nb, 1, c, span)."""
         if not is_dirty:

@@ -85,29 +85,27 @@ def _banded(
 
     out = q.new_empty((B, L, H, D))
     for b in range(B):  # per sample, so that each run's spans stay views of k and v
-        for b0, b1, is_dirty in plan.runs(b):
-            for s0 in range(b0, b1, step):
-                s1 = min(b1, s0 + step)
-                r0, r1 = plan.rows(s0, s1)
-                q_blocks = plan.query_blocks(q[b], s0, s1)  # (nb, H, c, D)
-                k_spans, v_spans = plan.key_spans(k[b], s0, s1), plan.key_spans(v[b], s0, s1)  # (nb, H, span, D)
-                bias = plan.bias(b, s0, s1, is_dirty)
-                if merge_after:
-                    o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                        q_blocks, k_spans, v_spans, 0.0, False, attn_mask=bias, scale=1.0
-                    )  # o (nb, H, c, D) and lse (nb, H, c), both stored row-major as (nb, c, H, ...)
-                    o = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
-                    lse = lse.transpose(1, 2).reshape(-1, H)[: r1 - r0]
-                    _merge_columns(o, lse, q[b, r0:r1], k_cols[b], v_cols[b], cols_valid[b], out=out[b, r0:r1])
-                    continue
-                if G:
-                    c, span = plan.c, plan.span
-                    k_spans = torch.cat([k_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), k_spans], dim=2)
-                    v_spans = torch.cat([v_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), v_spans], dim=2)
-                    cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], plan.neg)
-                    bias = torch.cat([cols.expand(bias.shape[0], 1, c, G), bias], dim=-1)
-                o = F.scaled_dot_product_attention(q_blocks, k_spans, v_spans, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
-                out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
+        for s0, s1, is_dirty in plan.pieces(b, step):
+            r0, r1 = plan.rows(s0, s1)
+            q_blocks = plan.query_blocks(q[b], s0, s1)  # (nb, H, c, D)
+            k_spans, v_spans = plan.key_spans(k[b], s0, s1), plan.key_spans(v[b], s0, s1)  # (nb, H, span, D)
+            bias = plan.bias(b, s0, s1, is_dirty)
+            if merge_after:
+                o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+                    q_blocks, k_spans, v_spans, 0.0, False, attn_mask=bias, scale=1.0
+                )  # o (nb, H, c, D) and lse (nb, H, c), both stored row-major as (nb, c, H, ...)
+                o = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
+                lse = lse.transpose(1, 2).reshape(-1, H)[: r1 - r0]
+                _merge_columns(o, lse, q[b, r0:r1], k_cols[b], v_cols[b], cols_valid[b], out=out[b, r0:r1])
+                continue
+            if G:
+                c = plan.c
+                k_spans = torch.cat([k_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), k_spans], dim=2)
+                v_spans = torch.cat([v_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), v_spans], dim=2)
+                cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], plan.neg)
+                bias = torch.cat([cols.expand(bias.shape[0], 1, c, G), bias], dim=-1)
+            o = F.scaled_dot_product_attention(q_blocks, k_spans, v_spans, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
+            out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
     return out
 
 

@@ -122,7 +122,7 @@ def _backward(plan: BlockPlan, grad_out, q, k, v, out, lse):
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
     step = max(1, BACKWARD_SPAN_ELEMENTS // (H * plan.span * D))
     for b in range(B):
-        for b0, b1, is_dirty in _steps(plan.runs(b), step):
+        for b0, b1, is_dirty in plan.pieces(b, step):
             r0, r1 = plan.rows(b0, b1)
             lse_blocks = plan.query_blocks(lse[b, :, :, None], b0, b1)[..., 0]  # (nb, H, c)
             gq, gk, gv = _flash_backward(
@@ -134,13 +134,6 @@ def _backward(plan: BlockPlan, grad_out, q, k, v, out, lse):
             _add_spans(plan, dk[b], gk, b0, b1)
             _add_spans(plan, dv[b], gv, b0, b1)
     return dq, dk, dv
-
-
-def _steps(runs, step: int):
-    """The runs cut into pieces of at most `step` blocks."""
-    for b0, b1, is_dirty in runs:
-        for s0 in range(b0, b1, step):
-            yield s0, min(b1, s0 + step), is_dirty
 
 
 def _add_spans(plan: BlockPlan, grad: torch.Tensor, spans: torch.Tensor, b0: int, b1: int) -> None:

@@ -352,23 +352,21 @@ def drop_unused_lora(folder: Path) -> None:
 # -- evaluation helpers (shared with the evaluation script) ---------------------------------------
 def gap_scores_of(model, coref: CorefTask, examples, pad_id: int) -> dict:
     """GAP scores of a model under training, decoded as `lfcli corefs` decodes."""
-    from .metrics import gap_decisions, gap_scores
-
     rows = predict_rows(model, coref, [Document(ex.id, ex.text) for ex in examples], pad_id)
-    decisions = {ex.id: gap_decisions(ex, [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []])
-                 for ex, row in zip(examples, rows)}
-    return gap_scores(examples, decisions)
+    return gap_scores_of_rows(examples, rows)
 
 
 def gap_evaluate(pipeline, examples) -> dict:
     """GAP scores of a corefs Pipeline (one document per GAP row: its short passage)."""
+    return gap_scores_of_rows(examples, pipeline.run([Document(ex.id, ex.text) for ex in examples]))
+
+
+def gap_scores_of_rows(examples, rows) -> dict:
+    """GAP's scorecard of `lfcli corefs` rows, one per GAP example, in the examples' order."""
     from .metrics import gap_decisions, gap_scores
 
-    docs = [Document(ex.id, ex.text) for ex in examples]
-    decisions = {}
-    for ex, row in zip(examples, pipeline.run(docs)):
-        clusters = [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []]
-        decisions[ex.id] = gap_decisions(ex, clusters)
+    decisions = {ex.id: gap_decisions(ex, [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []])
+                 for ex, row in zip(examples, rows)}
     return gap_scores(examples, decisions)
 
 

@@ -302,6 +302,17 @@ def test_conll_and_jsonl_read_the_same_documents(tmp_path):
         read_coref_documents([str(conll)], ["doc", "nope"])
 
 
+def conll_split(tmp_path: Path, train: list[str], dev: list[str]) -> Path:
+    """A folder of CoNLL documents named train + dev, and tmp_path/train.ids, dev.ids listing them."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in train + dev:
+        conll_file(data / f"{name}.conll", name=name)
+    (tmp_path / "train.ids").write_text("".join(f"{n}\n" for n in train))
+    (tmp_path / "dev.ids").write_text("".join(f"{n}\n" for n in dev))
+    return data
+
+
 def test_finetune_corefs_end_to_end(base_dir, tmp_path):
     from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
     from lfcli.pipelines import finetune as F
@@ -310,12 +321,7 @@ def test_finetune_corefs_end_to_end(base_dir, tmp_path):
 
     if "corefs" not in F.TASKS:
         F.TASKS["corefs"] = setup_corefs  # until finetune registers it
-    data = tmp_path / "data"
-    data.mkdir()
-    for k in range(3):
-        conll_file(data / f"d{k}.conll", name=f"d{k}")
-    (tmp_path / "dev.ids").write_text("d2\n")
-    (tmp_path / "train.ids").write_text("d0\nd1\n")
+    data = conll_split(tmp_path, train=["d0", "d1"], dev=["d2"])
     out = tmp_path / "out"
     config = TrainConfig(max_steps=8, lr=5e-3, batch_tokens=64, eval_every=4, log_every=1, patience=None)
     summary = F.finetune("corefs", [str(data)], str(out), model=str(base_dir), train_config=config, lora_rank=4,
@@ -428,12 +434,7 @@ def test_finetune_corefs_with_gap_signal_and_combined_selection(base_dir, tmp_pa
     from lfcli.pipelines import finetune as F
     from lfcli.pipelines.trainer import TrainConfig
 
-    data = tmp_path / "data"
-    data.mkdir()
-    for k in range(2):
-        conll_file(data / f"d{k}.conll", name=f"d{k}")
-    (tmp_path / "dev.ids").write_text("d1\n")
-    (tmp_path / "train.ids").write_text("d0\n")
+    data = conll_split(tmp_path, train=["d0"], dev=["d1"])
     gap_train = gap_file(tmp_path / "gap-train.tsv", GAP_ROWS)
     gap_val = gap_file(tmp_path / "gap-val.tsv", GAP_ROWS[:2])
     out = tmp_path / "out"
