@@ -30,7 +30,7 @@ DEFAULT_EPOCHS = {"classify": 6.0, "qa": 2.0, "corefs": 16.0}  # corefs: ~1,500 
 
 Data = Annotated[List[str], typer.Argument(help="Training data (see the command's help for the formats).", show_default=False)]
 Output = Annotated[str, typer.Option("--output", "-o", help="Folder for the trained model (and its training state while it runs).")]
-Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Base model: bundled name or checkpoint folder (default: the bundled base).")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Base model: bundled name or checkpoint folder (default: the bundled base). A LoRA adapter folder or bundled task model is trained on from where it stands.")]
 Validation = Annotated[Optional[List[str]], typer.Option("--validation", help="Validation data in the training data's format (default: held out from DATA).")]
 ValidationSplit = Annotated[float, typer.Option("--validation-split", help="Share of DATA held out for validation when --validation is not given (seeded).")]
 Epochs = Annotated[Optional[float], typer.Option("--epochs", help="Passes over the training data (default: classify 6, qa 2, corefs 16).")]
@@ -39,7 +39,7 @@ Lr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (d
 BatchTokens = Annotated[int, typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches).")]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: qa 256, others the model's positions).")]
 Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
-LoraRank = Annotated[int, typer.Option("--lora-rank", help="Rank of the LoRA updates.")]
+LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seeds the split, the head's initialisation, the data order and dropout.")]
 Patience = Annotated[int, typer.Option("--patience", help="Stop after this many evaluations without a better validation score.")]
@@ -89,7 +89,7 @@ def finetune_classify(
     first_window_only: Annotated[bool, typer.Option("--first-window-only", help="Train on each document's first window only.")] = False,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 3,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, seed: Seed = 0, patience: Patience = 3,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
@@ -108,7 +108,7 @@ def finetune_qa(
     max_eval: Annotated[int, typer.Option("--max-eval", help="Validation questions scored at each evaluation (CPU time).")] = 600,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 2,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, seed: Seed = 0, patience: Patience = 2,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
@@ -129,7 +129,7 @@ def finetune_corefs(
     ffnn_size: Annotated[Optional[int], typer.Option("--ffnn-size", help="Width of the coreference head's mention and antecedent layers (default 128).")] = None,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 2048, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = 16, merge: Merge = False, seed: Seed = 0, patience: Patience = 6,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, seed: Seed = 0, patience: Patience = 6,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders

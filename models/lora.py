@@ -175,6 +175,29 @@ def read_adapter(folder: Path) -> tuple[dict, dict[str, torch.Tensor]]:
     return config, load_file(str(folder / ADAPTER_WEIGHTS))
 
 
+def load_adapter(model: nn.Module, tensors: dict[str, torch.Tensor]) -> None:
+    """Put a saved adapter (PEFT names, as adapter_state writes them) into `model`, already
+    wrapped by add_lora with the adapter's rank: training then goes on from the adapter
+    instead of from zero. A layer the adapter leaves out (drop_unused_lora removes the
+    updates that stayed zero) keeps its zero update; the head must be there in full."""
+    expected = adapter_state(model)
+    unknown = sorted(set(tensors) - set(expected))
+    if unknown:
+        raise ValueError(f"adapter tensor {unknown[0]!r} has no place in a {type(model).__name__} "
+                         f"of LoRA rank {next(iter(lora_layers(model).values())).r}")
+    heads = [k for k in expected if ".lora_" not in k]
+    missing = [k for k in heads if k not in tensors]
+    if missing:
+        raise ValueError(f"adapter has no {missing[0][len(PEFT_PREFIX):]!r} (the head is saved whole)")
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for key, tensor in tensors.items():
+            param = params[key[len(PEFT_PREFIX):]]
+            if param.shape != tensor.shape:
+                raise ValueError(f"adapter tensor {key!r} is {tuple(tensor.shape)}, the model's {tuple(param.shape)}")
+            param.copy_(tensor)
+
+
 def merge_into_state(state: dict[str, torch.Tensor], config: dict, tensors: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     """The base model's `state` (our names, encoder under `prefix`) with the adapter merged
     in: W += (alpha / r) B A for every adapted layer, head tensors added. A new dict; the

@@ -18,6 +18,7 @@ PyTorch's unfused attention path and costs ~40% of the step time; hidden-state d
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -37,13 +38,52 @@ MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapt
 ADAPTERS = ("lora", "full")
 
 
+@dataclass
+class ContinuedAdapter:
+    """`-m ADAPTER` with `--adapter lora`: training goes on from that adapter's LoRA updates
+    and head over that adapter's own base, and the result is again an adapter over that base
+    (a small file, as the adapter was), not an adapter over the adapter."""
+
+    base_name: str  # as the adapter's config names it: a bundled name or a folder
+    base_folder: Path
+    base_sha256: str | None
+    r: int
+    alpha: float
+
+
+def continued_adapter(folder: Path) -> ContinuedAdapter | None:
+    """The adapter in `folder` to continue, or None when `folder` is a full checkpoint."""
+    import json
+
+    from lfcli.models import LongformerConfig
+    from lfcli.models.checkpoint import is_adapter_folder
+    from lfcli.models.lora import ADAPTER_CONFIG
+    from lfcli.models.registry import adapter_base
+
+    if not is_adapter_folder(folder):
+        return None
+    config = LongformerConfig.from_json_file(folder / "config.json")
+    try:
+        peft = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        r, alpha, name = int(peft["r"]), float(peft["lora_alpha"]), str(peft["base_model_name_or_path"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{folder / ADAPTER_CONFIG}: unreadable adapter config ({exc})") from None
+    base_folder = adapter_base(folder, config)
+    pin = ((config.extra.get("lfcli") or {}).get("adapter") or {}).get("base_sha256")
+    from lfcli.models.bundled import BUNDLED
+
+    return ContinuedAdapter(name if name in BUNDLED else str(base_folder.resolve()), base_folder, pin, r, alpha)
+
+
 def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
-                seed: int, config_changes: dict | None = None, say: Callable[[str], None] = lambda _: None):
+                seed: int, config_changes: dict | None = None, say: Callable[[str], None] = lambda _: None,
+                continued: ContinuedAdapter | None = None):
     """The task model to train: the base's encoder with a new head (or the base's own head
-    when it has this task's head with the same shape), wrapped for LoRA or left whole."""
+    when it has this task's head with the same shape), wrapped for LoRA or left whole; or,
+    `continued`, the adapter's base with the adapter's updates and head loaded to go on from."""
     from lfcli.models import ARCHITECTURES, LongformerConfig, MissingHead
     from lfcli.models.checkpoint import init_from_encoder
-    from lfcli.models.lora import add_lora, trainable_parameters
+    from lfcli.models.lora import add_lora, load_adapter, read_adapter, trainable_parameters
 
     cls = ARCHITECTURES[class_name]
     config = LongformerConfig.from_json_file(folder / "config.json")
@@ -51,6 +91,17 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
         setattr(config, key, value)
     config.attention_probs_dropout_prob = 0.0
     torch.manual_seed(seed)
+    if continued is not None:
+        model = init_from_encoder(cls, continued.base_folder, config)
+        add_lora(model, r=continued.r, alpha=continued.alpha)
+        try:
+            load_adapter(model, read_adapter(folder)[1])
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{base}: cannot continue its adapter ({str(exc).splitlines()[0]})") from None
+        say(f"{base}: continuing its LoRA adapter (rank {continued.r}) and {class_name} head over {continued.base_name}")
+        trainable, total = trainable_parameters(model)
+        say(f"{class_name}: {trainable:,} of {total:,} parameters trained (lora)")
+        return model
     model = None
     if not config_changes or "id2label" not in config_changes:  # a new label set needs a new head
         try:
@@ -69,14 +120,18 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
 
 
 def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None, merge: bool,
-                note: dict) -> Callable:
+                note: dict, continued: ContinuedAdapter | None = None) -> Callable:
     """A function (model, target folder) -> None writing the model as DIR holds it."""
     from lfcli.models.bundled import BUNDLED, base_fingerprint
     from lfcli.models.lora import merge_lora, save_adapter
     from lfcli.models.registry import tokenizer_folder
 
-    base_name = base if base in BUNDLED else str(Path(base).resolve())
-    pin = base_fingerprint(base, folder)
+    if continued is not None:  # the adapter stays an adapter over its own base
+        base_name = continued.base_name
+        pin = continued.base_sha256 or base_fingerprint(base_name, continued.base_folder)
+    else:
+        base_name = base if base in BUNDLED else str(Path(base).resolve())
+        pin = base_fingerprint(base, folder)
     tokenizer_source = tokenizer_folder(folder)
 
     def save(model, target: Path) -> None:
@@ -147,7 +202,7 @@ def _not_an_adapter(folder: Path) -> str:
 
 
 def finetune(task: str, data: list[str], output: str, *, model: str | None = None, validation: list[str] | None = None,
-             validation_split: float = 0.1, adapter: str = "lora", lora_rank: int = 16, lora_alpha: float | None = None,
+             validation_split: float = 0.1, adapter: str = "lora", lora_rank: int | None = None, lora_alpha: float | None = None,
              merge: bool = False, max_length: int | None = None, global_policy: str | None = None,
              train_config: TrainConfig | None = None, device: str = "cpu", resume: bool = False, force: bool = False,
              log: Callable[[dict], None] | None = None, progress: bool = False, **task_options) -> dict:
@@ -167,7 +222,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         raise UsageError(f"--max-length must be at least {MIN_TRAIN_LENGTH} tokens for training")
     if global_policy is not None:
         check_policy(global_policy)
-    if lora_rank < 1:
+    if lora_rank is not None and lora_rank < 1:
         raise UsageError("--lora-rank must be at least 1")
     if not 0 <= validation_split < 1:
         raise UsageError("--validation-split must be in [0, 1)")
@@ -177,6 +232,13 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     out = Path(output)
     base = model or DEFAULT_MODEL
     folder = resolve_model(base)
+    continued = continued_adapter(folder) if adapter == "lora" else None
+    if continued is not None:
+        if lora_rank not in (None, continued.r):
+            raise UsageError(f"--lora-rank {lora_rank}: {base} is an adapter of rank {continued.r}, and training "
+                             f"goes on from it at that rank (or pass --adapter full)")
+        lora_rank, lora_alpha = continued.r, continued.alpha
+    lora_rank = lora_rank or 16
     check_output(out, folder, resume, force, "finetune")
     dist = Dist(str(torch_device))
 
@@ -191,12 +253,13 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
             clear_output(out, MODEL_FILES)
         dist.barrier()
         net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
-                          seed=config.seed, config_changes=setup.config_changes, say=say)
-        note = {"task": task, "base_model": base, "data": [str(d) for d in data], "adapter": adapter,
+                          seed=config.seed, config_changes=setup.config_changes, say=say, continued=continued)
+        note = {"task": task, "base_model": continued.base_name if continued else base, "data": [str(d) for d in data],
+                **({"continued_from": base} if continued else {}), "adapter": adapter,
                 "lora_rank": lora_rank if adapter == "lora" else None, "max_length": setup.max_length,
                 "train_examples": len(setup.task.examples), **setup.note}
         setup.task.save_fn = model_saver(base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
-                                         merge=merge, note=note)
+                                         merge=merge, note=note, continued=continued)
         # What shapes the weights (the trainer adds seed, batch sizes, processes, examples, steps):
         # a --resume with other values would not end with an uninterrupted run's weights.
         fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,

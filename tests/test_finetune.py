@@ -210,6 +210,44 @@ def test_finetune_qa_loss_goes_down_and_the_adapter_loads(base, tmp_path):
     assert Pipeline("qa", model=str(out), max_length=100).max_length == 100
 
 
+def test_training_goes_on_from_an_adapter_and_stays_an_adapter_over_its_base(base, tmp_path):
+    from lfcli.pipelines.errors import UsageError
+    from lfcli.pipelines.finetune import build_model, continued_adapter
+
+    data = squad_file(tmp_path / "squad.json", copies=2)
+    first, second = tmp_path / "first", tmp_path / "second"
+    config = dict(max_steps=4, lr=2e-2, batch_tokens=128, patience=None)
+    finetune("qa", [str(data)], str(first), model=str(base), train_config=TrainConfig(**config), lora_rank=4, max_length=64)
+    # The model training starts from is the adapter's model: same outputs as loading it merged.
+    continued = continued_adapter(first)
+    assert (continued.r, continued.alpha, continued.base_folder.resolve()) == (4, 8.0, base.resolve())
+    start = build_model("LongformerForQuestionAnswering", str(first), first, adapter="lora", lora_rank=4, lora_alpha=8.0,
+                        seed=1, continued=continued)
+    merged = LongformerForQuestionAnswering.from_pretrained(first)
+    ids = torch.randint(5, 90, (2, 40))
+    start.eval(), merged.eval()
+    with torch.no_grad():
+        got, want = start(input_ids=ids), merged(input_ids=ids)
+    assert any(isinstance(m, LoraLinear) for m in start.modules())
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert any(m.lora_B.weight.abs().sum() > 0 for m in start.modules() if isinstance(m, LoraLinear))  # not a fresh B = 0
+    # Going on: the result is again a rank-4 adapter over the first run's base, pinned alike.
+    summary = finetune("qa", [str(data)], str(second), model=str(first), train_config=TrainConfig(**config), max_length=64)
+    adapter = json.loads((second / ADAPTER_CONFIG).read_text())
+    assert adapter["r"] == 4 and adapter["base_model_name_or_path"] == str(base.resolve())
+    pins = [json.loads((d / "config.json").read_text())["lfcli"]["adapter"]["base_sha256"] for d in (first, second)]
+    assert pins[0] == pins[1]
+    note = json.loads((second / "config.json").read_text())["lfcli"]["finetune"]
+    assert note["continued_from"] == str(first) and summary["updates"] == 4
+    from safetensors.torch import load_file
+
+    before, after = load_file(str(first / ADAPTER_WEIGHTS)), load_file(str(second / ADAPTER_WEIGHTS))
+    assert before.keys() == after.keys() and any(not torch.equal(before[k], after[k]) for k in before)
+    LongformerForQuestionAnswering.from_pretrained(second)  # loads over the base
+    with pytest.raises(UsageError, match="adapter of rank 4"):
+        finetune("qa", [str(data)], str(tmp_path / "third"), model=str(first), train_config=TrainConfig(**config), lora_rank=8)
+
+
 def test_the_pinned_base_is_checked(base, tmp_path):
     data = squad_file(tmp_path / "squad.json", copies=2)
     out = tmp_path / "qa"
