@@ -36,7 +36,7 @@ import common  # noqa: E402
 import encoder  # noqa: E402
 import short_docs  # noqa: E402
 
-from lfcli.pipelines.precision import cpu_has_native_bf16  # noqa: E402
+from lfcli.pipelines.infer.precision import cpu_has_native_bf16  # noqa: E402
 
 TARGET_BF16_OVER_FP32 = 1.8
 TARGET_BF16_ROOF = 1.5

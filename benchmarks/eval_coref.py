@@ -2,7 +2,7 @@
 
 LitBank: the documents of `dev.ids` (10 novels' first ~2k words, never trained on; they chose
 the kept update during training), each one document through `lfcli.Pipeline("corefs",
-singletons=True)`, scored with the CoNLL-2012 definitions (pipelines/metrics.py, checked
+singletons=True)`, scored with the CoNLL-2012 definitions (pipelines/eval/metrics.py, checked
 against scorch in the tests), with and without one-mention entities. Also documents/minute.
 
 GAP: each validation row's passage is one document; a name counts as coreferent with the
@@ -27,8 +27,8 @@ import common  # noqa: E402
 
 
 def litbank(pipe, docs) -> dict:
-    from lfcli.pipelines.readers import Document
-    from lfcli.pipelines.train_coref import score_clusters
+    from lfcli.pipelines.io.readers import Document
+    from lfcli.pipelines.train.coref import score_clusters
 
     t0 = time.perf_counter()
     rows = list(pipe.run([Document(d.id, d.text) for d in docs]))
@@ -55,8 +55,8 @@ def main(argv=None) -> dict:
     import torch
 
     import lfcli
-    from lfcli.pipelines.metrics import read_gap
-    from lfcli.pipelines.train_coref import gap_evaluate, read_coref_documents
+    from lfcli.pipelines.eval.metrics import read_gap
+    from lfcli.pipelines.train.coref import gap_evaluate, read_coref_documents
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """Quality: extractive QA on held-out SQuAD articles, one paragraph and a whole article as context.
 
 The validation split is the one `lfcli finetune qa` holds out (whole articles, chosen by the
-seed, pipelines/train_qa.split_by_article): no paragraph of these articles was trained on.
+seed, pipelines/train/qa.py split_by_article): no paragraph of these articles was trained on.
 Every question is asked twice, through `lfcli.Pipeline("qa")`, exactly as `lfcli qa` runs:
 
   paragraph  its own paragraph as the document (SQuAD's setting)
@@ -17,7 +17,7 @@ are long, so `--article-questions` caps how many questions (the first N of each 
 article, in order) are asked of whole articles.
 
 `--fit-temperature` also fits the scores' temperature on the paragraph questions (as
-`lfcli finetune qa` does at each evaluation: train_qa.calibrate) and prints it with ECE and
+`lfcli finetune qa` does at each evaluation: train.qa.calibrate) and prints it with ECE and
 AUROC at it and at the default 1; `--save-calibration` writes it into the model folder's
 config.json (lfcli.qa_calibration), which `lfcli qa` reads. On the validation split these
 are validation figures: the same questions chose the model's epoch and fit its temperature.
@@ -45,7 +45,7 @@ SQUAD = "squad/squad-v1.1-dev-minus-xquad.json"
 def article_records(records):
     """(article text, records re-anchored in it): paragraphs joined by blank lines, each
     answer offset moved by its paragraph's start."""
-    from lfcli.pipelines.train_qa import QARecord
+    from lfcli.pipelines.train.qa import QARecord
 
     by_article: dict[str, list] = {}
     for r in records:
@@ -65,9 +65,9 @@ def article_records(records):
 
 def run(pipe, records) -> tuple[dict, float]:
     """(EM, F1, n, ECE, AUROC, share of scores >= 0.999 and of those right), seconds."""
-    from lfcli.pipelines.metrics import squad_f1, squad_scores
-    from lfcli.pipelines.readers import Document
-    from lfcli.pipelines.train_qa import RIGHT_F1, auroc, expected_calibration_error
+    from lfcli.pipelines.eval.metrics import squad_f1, squad_scores
+    from lfcli.pipelines.io.readers import Document
+    from lfcli.pipelines.train.qa import RIGHT_F1, auroc, expected_calibration_error
 
     docs = [Document(r.id, r.context, fields={"question": r.question}) for r in records]
     t0 = time.perf_counter()
@@ -94,12 +94,12 @@ def _figures(s: dict) -> str:
 
 
 def fit(pipe, records) -> dict | None:
-    """train_qa.calibrate on the answers to `records`: the fitted temperature, and ECE and
+    """train.qa.calibrate on the answers to `records`: the fitted temperature, and ECE and
     AUROC at it and at 1 (None when it cannot be fitted)."""
     import torch
 
-    from lfcli.pipelines.metrics import squad_f1
-    from lfcli.pipelines.train_qa import RIGHT_F1, calibrate, predict_cases
+    from lfcli.pipelines.eval.metrics import squad_f1
+    from lfcli.pipelines.train.qa import RIGHT_F1, calibrate, predict_cases
 
     with torch.inference_mode():
         cases = predict_cases(pipe.model, pipe.task, records, pipe.model.config.pad_token_id)
@@ -130,7 +130,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--limit", type=int, default=None, help="paragraph-level questions (default: all held out)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--fit-temperature", action="store_true",
-                        help="fit the scores' temperature on the paragraph questions (train_qa.calibrate) and print it")
+                        help="fit the scores' temperature on the paragraph questions (train.qa.calibrate) and print it")
     parser.add_argument("--save-calibration", action="store_true",
                         help="with --fit-temperature: write it into the model folder's config.json (lfcli.qa_calibration)")
     parser.add_argument("--json", default=None)
@@ -147,7 +147,7 @@ def main(argv=None) -> dict:
         args.article_questions = 10 if args.quick else 300
 
     import lfcli
-    from lfcli.pipelines.train_qa import read_squad_json, split_by_article
+    from lfcli.pipelines.train.qa import read_squad_json, split_by_article
 
     data = Path(args.data) if args.data else common.shared_data_dir() / SQUAD
     if not data.is_file():

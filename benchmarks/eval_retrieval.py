@@ -53,7 +53,7 @@ import common  # noqa: E402
 
 
 def _as_documents(texts: list[str]) -> list:
-    from lfcli.pipelines.readers import Document
+    from lfcli.pipelines.io.readers import Document
 
     return [Document(str(i), t) for i, t in enumerate(texts)]
 
@@ -257,7 +257,7 @@ class Embedder:
     """One lfcli pipeline; returns per document the mean- and CLS-pooled vectors and the
     per-window mean vectors (from the same forward pass). It wraps the embed task's finish()
     and reads its per-window results (token-vector sum, count, first-token vector, owned
-    tokens), so it follows pipelines/tasks.py's EmbedTask; tests/test_evals.py runs it."""
+    tokens), so it follows pipelines/infer/tasks.py's EmbedTask; tests/test_evals.py runs it."""
 
     def __init__(self, model: str | None, max_length: int | None, batch_size: int):
         import lfcli

@@ -48,7 +48,7 @@ import common  # noqa: E402
 
 
 def _as_documents(texts: list[str]) -> list:
-    from lfcli.pipelines.readers import Document
+    from lfcli.pipelines.io.readers import Document
 
     return [Document(str(i), t) for i, t in enumerate(texts)]
 ARTICLES = "articles-training-byarticle-20181122.xml"

@@ -40,8 +40,8 @@ CHILD = textwrap.dedent(
     import torch.nn.functional as F
     sys.path.insert(0, sys.argv[1])
     import train_profile, train_speed
-    from lfcli.pipelines.precision import cpu_has_native_bf16
-    from lfcli.pipelines.trainer import make_optimizer
+    from lfcli.pipelines.infer.precision import cpu_has_native_bf16
+    from lfcli.pipelines.train.loop import make_optimizer
 
     updates, lo, hi, tiny = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
     cfg = train_speed.TINY_MODELS["bundled"] if tiny else train_speed.MODELS["bundled"]

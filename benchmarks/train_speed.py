@@ -17,7 +17,7 @@ fp32 logits, backward. Two modes, as `lfcli finetune --adapter full|lora` trains
         modules have the same names.
 Dropout as `lfcli finetune` sets it, on both sides: attention-probability dropout 0,
 hidden-state dropout 0.1 (transformers' default), models in train mode. The gradient
-clipping + AdamW update (`lfcli.pipelines.trainer.make_optimizer`, clip at 1.0) is timed
+clipping + AdamW update (`lfcli.pipelines.train.loop.make_optimizer`, clip at 1.0) is timed
 apart, on lfcli's parameters (transformers' are the same tensors in number and shape).
 
 Roofline: 3x the forward FLOPs at the rate of a large matmul of the run's dtype timed in the
@@ -112,7 +112,7 @@ def flop_counts(n: int, batch: int, cfg: dict, rank: int = LORA_RANK) -> dict:
 def native_bf16(device: torch.device) -> tuple[bool, str]:
     """(bf16 runs natively here, a sentence saying why or why not): lfcli's own test, the one
     `--dtype auto` and the trainer's autocast use."""
-    from lfcli.pipelines.precision import cpu_has_native_bf16
+    from lfcli.pipelines.infer.precision import cpu_has_native_bf16
 
     if device.type == "cuda":
         return True, "CUDA"
@@ -182,7 +182,7 @@ def make_step(model, inputs: dict, labels, autocast):
 
 def make_update(model):
     """The trainer's update: clip the gradient norm at 1.0, AdamW step (lfcli finetune's optimizer)."""
-    from lfcli.pipelines.trainer import make_optimizer
+    from lfcli.pipelines.train.loop import make_optimizer
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(model, lr=1e-5, weight_decay=0.01)

@@ -21,7 +21,7 @@ from .api import Pipeline, classify, corefs, embed, qa, read_documents  # noqa: 
 
 def __getattr__(name):
     if name == "Document":
-        from lfcli.pipelines.document import Document
+        from lfcli.pipelines.io.document import Document
 
         return Document
     raise AttributeError(name)

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 
 def _documents(docs: Iterable[Any]) -> Iterator:
-    from lfcli.pipelines.document import Document
+    from lfcli.pipelines.io.document import Document
 
     for i, doc in enumerate(docs):
         if isinstance(doc, Document):
@@ -42,7 +42,7 @@ def Pipeline(task: str, model: str | None = None, **options):
     temperature, question, top_k, pooling, normalize; and chunk_docs, chunk_seconds (how
     many documents, and about how many seconds of work, between one burst of rows and the
     next). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
-    from lfcli.pipelines.runner import Pipeline as _Pipeline
+    from lfcli.pipelines.infer.runner import Pipeline as _Pipeline
 
     return _Pipeline(task, model, **options)
 
@@ -76,6 +76,6 @@ def corefs(docs, model: str | None = None, **options) -> list[dict]:
 
 def read_documents(paths: list[str], **options):
     """Stream documents from files, folders, .jsonl, .parquet or "-" (stdin), as the CLI does."""
-    from lfcli.pipelines.readers import iter_documents
+    from lfcli.pipelines.io.readers import iter_documents
 
     return iter_documents(list(paths), **options)

@@ -116,7 +116,7 @@ def machine_line() -> str:
     """torch, the CPU, and the floating-point path `--dtype auto` takes on it."""
     import torch
 
-    from lfcli.pipelines.precision import cpu_name, describe_auto
+    from lfcli.pipelines.infer.precision import cpu_name, describe_auto
 
     cuda = f", CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
     return f"torch {torch.__version__}, {cpu_name()}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"

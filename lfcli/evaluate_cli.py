@@ -2,8 +2,8 @@
 
 The scores go to stdout as one JSON object (the data of this command); a readable table goes
 to stderr (plain text when stderr is not a terminal). The formats, the id matching and the
-policy for missing or failed rows are in lfcli/pipelines/evaluate.py; the measures in
-lfcli/pipelines/metrics.py. Nothing heavy is imported until the command runs.
+policy for missing or failed rows are in lfcli/pipelines/eval/evaluate.py; the measures in
+lfcli/pipelines/eval/metrics.py. Nothing heavy is imported until the command runs.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ def evaluate(
     CoNLL F1 (corefs; GAP F1 and bias for a GAP .tsv). Gold ids without a prediction, and
     failed rows, count as wrong; a prediction id not in gold is an error."""
     from lfcli.pipelines.errors import UsageError
-    from lfcli.pipelines.evaluate import evaluate as run
-    from lfcli.pipelines.tasks import LABELLED_TASKS
+    from lfcli.pipelines.eval.evaluate import evaluate as run
+    from lfcli.pipelines.infer.tasks import LABELLED_TASKS
 
     if task not in LABELLED_TASKS:
         raise UsageError(f"TASK must be one of {', '.join(LABELLED_TASKS)}, not {task!r}")

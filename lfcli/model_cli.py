@@ -24,7 +24,7 @@ def models(
     if name is not None:
         _print_card(name)
         return
-    from lfcli.pipelines.catalog import BUILD_SECONDS, list_models
+    from lfcli.pipelines.infer.catalog import BUILD_SECONDS, list_models
 
     for m in list_models():
         if m["available"] is not None:
@@ -74,7 +74,7 @@ def convert(
 ):
     """Make a long model from a short one (the paper's recipe): tiled positions, global
     projections copied from the local ones."""
-    from lfcli.pipelines.catalog import convert_checkpoint
+    from lfcli.pipelines.infer.catalog import convert_checkpoint
 
     path = convert_checkpoint(src, out, max_positions=max_positions, attention_window=attention_window, force=force)
     typer.echo(f"lfcli: wrote {path}", err=True)
@@ -110,10 +110,10 @@ def pretrain_continue(
     """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
     import json
 
-    from lfcli.pipelines.catalog import announce_build
-    from lfcli.pipelines.pretrain import pretrain_continue as run
+    from lfcli.pipelines.infer.catalog import announce_build
+    from lfcli.pipelines.train.pretrain import pretrain_continue as run
     from lfcli.pipelines.progress import record_line
-    from lfcli.pipelines.runner import check_backend, resolve_device
+    from lfcli.pipelines.infer.runner import check_backend, resolve_device
     from lfcli.pipelines.wording import plural
 
     torch_device = resolve_device(device)

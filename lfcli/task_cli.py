@@ -1,7 +1,7 @@
 """`lfcli classify|qa|embed|corefs PATH...`: a task over documents, rows to stdout or -o FILE.
 
 Every option is checked before any input is read, and the inputs before the model loads, so
-a typo fails at once; `--engine ray` hands the same job to pipelines/ray_engine.py.
+a typo fails at once; `--engine ray` hands the same job to pipelines/infer/ray_engine.py.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from .app import (
 
 def _run_task(task: str, inputs: list[str], output: str | None, options: dict, read: dict, job: dict, pipe_opts: dict):
     from lfcli.pipelines.errors import UsageError
-    from lfcli.pipelines.jobs import job_record
+    from lfcli.pipelines.io.jobs import job_record
     from lfcli.pipelines.progress import progress_reporter
-    from lfcli.pipelines.readers import inputs_with_field, iter_documents
-    from lfcli.pipelines.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
-    from lfcli.pipelines.writers import open_writer
+    from lfcli.pipelines.io.readers import inputs_with_field, iter_documents
+    from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
+    from lfcli.pipelines.io.writers import open_writer
 
     job["engine"] = _engine(options)
     quiet = options["quiet"]
@@ -37,7 +37,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, options: dict, r
     if on_error not in ("skip", "fail"):
         raise UsageError("--on-error must be skip or fail")
     if job.get("engine") is not None and job["engine"].engine == "ray":
-        from lfcli.pipelines.ray_engine import run_ray
+        from lfcli.pipelines.infer.ray_engine import run_ray
 
         _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet)
         return
@@ -56,7 +56,8 @@ def _run_task(task: str, inputs: list[str], output: str | None, options: dict, r
         check_questions(question, question is not None or inputs_with_field(
             inputs, "question", glob=read["glob"], input_format=read["input_format"]))
     first_error = None
-    record = job_record(task, inputs, read, pipe_opts)  # what made the output: --resume must be the same job
+    # What made the output: --resume must be the same job.
+    record = job_record(task, model_name(task, pipe_opts.get("model"), pipe_opts.get("labels")), inputs, read, pipe_opts)
     with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"], job=record) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         pipe = Pipeline(task, **pipe_opts)
@@ -71,7 +72,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, options: dict, r
 
 def _engine(options: dict):
     """The --engine options, checked before any input is read (the engine module has no Ray import)."""
-    from lfcli.pipelines.ray_engine import engine_options
+    from lfcli.pipelines.infer.ray_engine import engine_options
 
     return engine_options(options["engine"], options["ray_address"], options["workers"], options["gpus_per_worker"],
                           options["cpus_per_worker"])

@@ -51,9 +51,9 @@ Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or messages on
 
 def _run(task: str, data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens, max_length,
          global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume, quiet, **task_options):
-    from lfcli.pipelines.finetune import finetune
+    from lfcli.pipelines.train.finetune import finetune
     from lfcli.pipelines.progress import record_line
-    from lfcli.pipelines.trainer import TrainConfig
+    from lfcli.pipelines.train.loop import TrainConfig
 
     live = sys.stderr.isatty() and not quiet
 
@@ -148,6 +148,6 @@ def merge(
     force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty OUT folder.")] = False,
 ):
     """Merge a LoRA adapter into its base: a full checkpoint transformers loads (as --merge at training)."""
-    from lfcli.pipelines.finetune import merge_adapter
+    from lfcli.pipelines.train.finetune import merge_adapter
 
     typer.echo(f"lfcli: wrote {merge_adapter(adapter, out, force=force)}", err=True)

@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from .config import ConfigError, LongformerConfig
+from .heads import HEADS
 
 ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
 SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.")
@@ -40,16 +41,6 @@ TOKENIZER_FILES = (
     "spiece.model",
     "tokenizer.model",
 )
-
-# What each task model needs beyond the encoder, and how a user gets one.
-HEAD_KEYS = {
-    "LongformerForMaskedLM": ("lm_head.", "masked-LM head"),
-    "LongformerForSequenceClassification": ("classifier.out_proj.", "sequence-classification head"),
-    "LongformerForQuestionAnswering": ("qa_outputs.", "question-answering head"),
-    "LongformerForTokenClassification": ("classifier.weight", "token-classification head"),
-    "LongformerForCoreference": ("mention_s2e_classifier.", "coreference head"),
-}
-
 
 class CheckpointError(ValueError):
     """A checkpoint folder lfcli cannot load; the message says what is wrong and where."""
@@ -216,11 +207,9 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
     expected = model.state_dict()
     tied = {"lm_head.decoder.weight"}
 
-    head = HEAD_KEYS.get(cls.__name__)
-    if head and not any(k.startswith(head[0]) for k in state):
-        raise MissingHead(
-            f"{folder}: this checkpoint has no {head[1]} ({head[0].rstrip('.')})"
-        )
+    head = HEADS.get(cls.__name__)
+    if head and not any(k.startswith(head.marker) for k in state):
+        raise MissingHead(f"{folder}: this checkpoint has no {head.what} ({head.marker.rstrip('.')})")
     missing = sorted(k for k in expected if k not in state and k not in tied and not k.startswith("pooler."))
     if missing:
         raise CheckpointError(f"{folder}: weights missing from the checkpoint: {_names(missing)}")
@@ -319,7 +308,7 @@ def available_heads(path) -> list[str]:
     else:
         names = list(read_state_dict(folder))
     found = ["LongformerModel"]
-    for cls_name, (key, _) in HEAD_KEYS.items():
-        if any(split_prefix(n)[1].startswith(key) for n in names):
-            found.append(cls_name)
+    for head in HEADS.values():
+        if any(split_prefix(n)[1].startswith(head.marker) for n in names):
+            found.append(head.architecture)
     return found

@@ -37,6 +37,7 @@ import torch
 
 from .checkpoint import TOKENIZER_FILES, CheckpointError, global_from_local, read_state_dict, split_prefix
 from .config import ConfigError, LongformerConfig
+from .heads import source_heads
 
 log = logging.getLogger("lfcli.convert")
 
@@ -57,14 +58,6 @@ CARRIED_FIELDS = (
     "torch_dtype",
     "problem_type",
 )
-# The task heads a source may carry: the suffix of its architecture name -> our class.
-HEADS = {
-    "MaskedLM": "LongformerForMaskedLM",
-    "PreTraining": "LongformerForMaskedLM",  # BERT: the MLM half; NSP is dropped
-    "SequenceClassification": "LongformerForSequenceClassification",
-    "TokenClassification": "LongformerForTokenClassification",
-    "QuestionAnswering": "LongformerForQuestionAnswering",
-}
 LABELLED = ("LongformerForSequenceClassification", "LongformerForTokenClassification")
 SUPPORTED_ACTS = ("gelu", "relu", "gelu_new", "silu")
 
@@ -222,8 +215,8 @@ def _head_class(raw: dict[str, Any], names: set[str], note: Callable[[str], None
     arch = archs[0] if archs and isinstance(archs[0], str) else ""
     if "For" in arch:
         suffix = arch.split("For", 1)[1]
-        if suffix in HEADS:
-            return HEADS[suffix]
+        if suffix in source_heads():
+            return source_heads()[suffix]
         note(f"the {arch} head has no Longformer counterpart in lfcli; only the encoder is converted")
         return "LongformerModel"
     if arch:

@@ -531,7 +531,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
     only through the antecedent loss: here f_m is trained as a calibrated "is a mention"
     logit, the kept spans it scores above `mention_threshold` are the mentions (LitBank
     annotates one-mention entities, so mention detection is a task of its own), and f_a
-    links mentions only (pipelines/train_coref.py trains it on the gold mentions).
+    links mentions only (pipelines/train/coref.py trains it on the gold mentions).
     Mentions are rare (about one candidate span in 240): with f_m in the pair score and
     every kept span trained to take the dummy, no link beat the dummy after 3 epochs on
     LitBank.

@@ -26,6 +26,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+from .heads import HEADS
+
 ADAPTER_CONFIG = "adapter_config.json"
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 PEFT_PREFIX = "base_model.model."
@@ -33,20 +35,6 @@ PEFT_PREFIX = "base_model.model."
 # attention output and both feed-forward layers. PEFT matches a module when its name ends
 # with one of these ("output.dense" also covers "attention.output.dense").
 DEFAULT_TARGETS = ("query", "key", "value", "query_global", "key_global", "value_global", "output.dense", "intermediate.dense")
-# The head each task trains in full (PEFT's modules_to_save) and PEFT's task type.
-HEADS = {
-    "LongformerForSequenceClassification": (["classifier"], "SEQ_CLS"),
-    "LongformerForQuestionAnswering": (["qa_outputs"], "QUESTION_ANS"),
-    "LongformerForTokenClassification": (["classifier"], "TOKEN_CLS"),
-    "LongformerForCoreference": (
-        ["start_mention_mlp", "end_mention_mlp", "start_coref_mlp", "end_coref_mlp", "mention_start_classifier",
-         "mention_end_classifier", "mention_s2e_classifier", "antecedent_s2s_classifier", "antecedent_e2e_classifier",
-         "antecedent_s2e_classifier", "antecedent_e2s_classifier"],
-        "FEATURE_EXTRACTION",
-    ),
-}
-
-
 class LoraLinear(nn.Module):
     """A frozen nn.Linear plus a trainable low-rank update (A, B)."""
 
@@ -94,7 +82,7 @@ def _matches(name: str, targets) -> bool:
 
 def add_lora(model: nn.Module, r: int = 16, alpha: float = 32.0, dropout: float = 0.0, targets=DEFAULT_TARGETS) -> list[str]:
     """Freeze `model` and wrap every targeted linear layer of its encoder in a LoRA layer.
-    The task head (modules_to_save of HEADS) stays trainable. Returns the wrapped names."""
+    The task head (its `modules` in heads.HEADS) stays trainable. Returns the wrapped names."""
     if r < 1:
         raise ValueError("the LoRA rank must be at least 1")
     model.requires_grad_(False)
@@ -106,8 +94,7 @@ def add_lora(model: nn.Module, r: int = 16, alpha: float = 32.0, dropout: float 
         parent = model.get_submodule(parent_name)
         setattr(parent, child, LoraLinear(module, r, alpha, dropout))
         wrapped.append(name)
-    heads, _ = HEADS.get(type(model).__name__, ([], None))
-    for head in heads:
+    for head in _head_modules(model):
         model.get_submodule(head).requires_grad_(True)
     return wrapped
 
@@ -124,6 +111,12 @@ def merge_lora(model: nn.Module) -> nn.Module:
     return model
 
 
+def _head_modules(model: nn.Module) -> tuple[str, ...]:
+    """The modules of `model`'s head that LoRA trains in full and saves (none for the encoder)."""
+    head = HEADS.get(type(model).__name__)
+    return head.modules if head else ()
+
+
 def lora_layers(model: nn.Module) -> dict[str, LoraLinear]:
     return {name: m for name, m in model.named_modules() if isinstance(m, LoraLinear)}
 
@@ -135,8 +128,7 @@ def adapter_state(model: nn.Module) -> dict[str, torch.Tensor]:
     for name, layer in lora_layers(model).items():
         state[f"{PEFT_PREFIX}{name}.lora_A.weight"] = layer.lora_A.weight
         state[f"{PEFT_PREFIX}{name}.lora_B.weight"] = layer.lora_B.weight
-    heads, _ = HEADS.get(type(model).__name__, ([], None))
-    for head in heads:
+    for head in _head_modules(model):
         for pname, p in model.get_submodule(head).named_parameters():
             state[f"{PEFT_PREFIX}{head}.{pname}"] = p
     return {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in state.items()}
@@ -146,7 +138,7 @@ def save_adapter(model: nn.Module, folder: Path, base_model: str, r: int, alpha:
     """adapter_config.json + adapter_model.safetensors into `folder` (PEFT's layout)."""
     from safetensors.torch import save_file
 
-    heads, task_type = HEADS[type(model).__name__]
+    heads, task_type = list(_head_modules(model)), HEADS[type(model).__name__].peft_task_type
     config = {
         "peft_type": "LORA",
         "task_type": task_type,

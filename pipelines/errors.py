@@ -12,7 +12,7 @@ Two kinds, each mapped to one exit code by the CLI:
 Both carry a message of exactly one line (newlines in the given message are
 folded into spaces), so the CLI can print ``error: <message>`` and exit.
 Per-document problems are *not* exceptions: readers report them on the
-:class:`~lfcli.pipelines.readers.Document` (``error`` field) and keep going.
+:class:`~lfcli.pipelines.io.readers.Document` (``error`` field) and keep going.
 """
 
 from __future__ import annotations

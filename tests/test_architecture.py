@@ -30,11 +30,16 @@ else:  # Python 3.10 has no tomllib: package_dirs falls back on the folders' nam
 ROOT = Path(__file__).resolve().parents[1]
 
 # Which package may import which: each layer calls only the ones below it, and pipelines reach
-# the kernels through models (models re-exports the backend choice pipelines need).
-LAYERS = ("lfcli", "lfcli.pipelines", "lfcli.models", "lfcli.kernels")
+# the kernels through models (models re-exports the backend choice pipelines need). Inside
+# pipelines the rooms are layers too (io <- infer <- eval <- train), above the three small
+# modules at pipelines' top (errors, wording, progress), which import no room.
+PACKAGES = ("lfcli", "lfcli.pipelines", "lfcli.models", "lfcli.kernels")  # pyproject's package-dir
+ROOMS = ("lfcli.pipelines.io", "lfcli.pipelines.infer", "lfcli.pipelines.eval", "lfcli.pipelines.train")
+LAYERS = PACKAGES + ROOMS
 MAY_IMPORT = {
-    "lfcli": {"lfcli", "lfcli.pipelines", "lfcli.models", "lfcli.kernels"},
+    "lfcli": set(LAYERS),
     "lfcli.pipelines": {"lfcli.pipelines", "lfcli.models"},
+    **{room: {"lfcli.pipelines", *ROOMS[: k + 1], "lfcli.models"} for k, room in enumerate(ROOMS)},
     "lfcli.models": {"lfcli.models", "lfcli.kernels"},
     "lfcli.kernels": {"lfcli.kernels"},
 }
@@ -47,16 +52,22 @@ def package_dirs(root: Path = ROOT) -> dict[str, Path]:
         table = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
         mapping = table["tool"]["setuptools"]["package-dir"]
     else:  # lfcli.models -> models/, as pyproject.toml says
-        mapping = {name: name.split(".")[-1] for name in LAYERS}
+        mapping = {name: name.split(".")[-1] for name in PACKAGES}
     return {name: root / folder for name, folder in mapping.items()}
 
 
 def modules_of(packages: dict[str, Path]) -> dict[str, Path]:
-    """Every module of the packages: dotted name -> file (a package is its __init__.py)."""
+    """Every module of the packages and their sub-packages: dotted name -> file (a package is
+    its __init__.py)."""
     found = {}
     for package, folder in packages.items():
-        for path in sorted(folder.glob("*.py")):
-            found[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if any(p.startswith(".") or p == "__pycache__" for p in parts):
+                continue
+            dotted = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+            if (folder.joinpath(*parts[:-1]) / "__init__.py").is_file() or len(parts) == 1:
+                found[dotted] = path
     return found
 
 
@@ -187,7 +198,10 @@ def architecture_problems(packages: dict[str, Path], layers: tuple[str, ...] = L
 # -- the package keeps the rules --------------------------------------------------------------
 def test_the_package_keeps_its_layers_without_circles_or_private_names():
     packages = package_dirs()
-    assert set(packages) == set(LAYERS), "a package was added or renamed: give it its place in LAYERS and MAY_IMPORT"
+    assert set(packages) == set(PACKAGES), "a package was added or renamed: give it its place in LAYERS and MAY_IMPORT"
+    if tomllib is not None:  # every installed package (the rooms too) has its layer
+        listed = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"]
+        assert set(listed) == set(LAYERS), "a package was added or renamed: give it its place in LAYERS and MAY_IMPORT"
     assert len(modules_of(packages)) > 40  # the checker reads the real tree
     problems = architecture_problems(packages)
     assert not problems, "\n".join(problems)

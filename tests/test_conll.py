@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lfcli.pipelines.conll import parse_conll, read_conll, read_ids, select_documents
+from lfcli.pipelines.io.conll import parse_conll, read_conll, read_ids, select_documents
 from lfcli.pipelines.errors import InputError
 from shared_data import DATA  # noqa: E402
 

@@ -13,10 +13,10 @@ import torch
 
 from checkpoints import make_checkpoint
 from lfcli.models import LongformerConfig, LongformerForCoreference
-from lfcli.pipelines.readers import Document
-from lfcli.pipelines.tasks import CorefTask, decode_clusters
-from lfcli.pipelines.tokenize import DocumentTokenizer, token_span
-from lfcli.pipelines.train_coref import (
+from lfcli.pipelines.io.readers import Document
+from lfcli.pipelines.infer.tasks import CorefTask, decode_clusters
+from lfcli.pipelines.infer.tokenize import DocumentTokenizer, token_span
+from lfcli.pipelines.train.coref import (
     CorefTrainTask,
     coref_loss,
     read_coref_documents,
@@ -216,7 +216,7 @@ def test_loss_goes_down_and_the_model_learns_the_clusters(coref_dir):
     model = tiny_model(coref_dir, top_lambda=0.4)
     config = model.config
     tok = DocumentTokenizer.from_folder(coref_dir, 128)
-    from lfcli.pipelines.train_coref import CorefDocument, window_examples
+    from lfcli.pipelines.train.coref import CorefDocument, window_examples
 
     doc = CorefDocument("d", TEXT, GOLD)
     task = CorefTrainTask(CorefTask(tok, "none", singletons=True), config.pad_token_id, model.max_span_width, [doc])
@@ -315,9 +315,9 @@ def conll_split(tmp_path: Path, train: list[str], dev: list[str]) -> Path:
 
 def test_finetune_corefs_end_to_end(base_dir, tmp_path):
     from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
-    from lfcli.pipelines import finetune as F
-    from lfcli.pipelines.runner import Pipeline
-    from lfcli.pipelines.trainer import TrainConfig
+    from lfcli.pipelines.train import finetune as F
+    from lfcli.pipelines.infer.runner import Pipeline
+    from lfcli.pipelines.train.loop import TrainConfig
 
     if "corefs" not in F.TASKS:
         F.TASKS["corefs"] = setup_corefs  # until finetune registers it
@@ -348,7 +348,7 @@ def test_finetune_corefs_end_to_end(base_dir, tmp_path):
 def test_no_mention_crosses_a_paragraph_break(coref_dir):
     """A span whose first and last tokens lie in different paragraphs is never a candidate:
     its mention score is -inf, so neither training nor decoding can pick it."""
-    from lfcli.pipelines.tokenize import paragraph_ids
+    from lfcli.pipelines.infer.tokenize import paragraph_ids
 
     text = "The Lamplighter\n\nOld Teodor lit the lamps .\n \nHe slept ."
     tok = DocumentTokenizer.from_folder(coref_dir, 128)
@@ -360,7 +360,7 @@ def test_no_mention_crosses_a_paragraph_break(coref_dir):
     assert [paragraph_at[text.index(w)] for w in ("Lamplighter", "Old", "lamps", "He")] == [0, 1, 1, 2]
     item = prepared.items[0]
     model = tiny_model(coref_dir, max_span_width=12)
-    from lfcli.pipelines.tasks import batch_tensors
+    from lfcli.pipelines.infer.tasks import batch_tensors
 
     batch = batch_tensors([item], model.config.pad_token_id)
     masks = task.mention_masks([item], batch["input_ids"].shape[1])
@@ -400,7 +400,7 @@ GAP_ROWS = [
 
 
 def test_gap_rows_become_partially_annotated_documents(tmp_path):
-    from lfcli.pipelines.train_coref import gap_documents
+    from lfcli.pipelines.train.coref import gap_documents
 
     docs, problems = gap_documents(str(gap_file(tmp_path / "gap.tsv", GAP_ROWS)))
     assert problems == [] and [d.id for d in docs] == ["gap:g1", "gap:g2", "gap:g3"] and all(d.partial for d in docs)
@@ -431,8 +431,8 @@ def test_partial_windows_have_no_mention_loss_and_their_weight():
 
 
 def test_finetune_corefs_with_gap_signal_and_combined_selection(base_dir, tmp_path):
-    from lfcli.pipelines import finetune as F
-    from lfcli.pipelines.trainer import TrainConfig
+    from lfcli.pipelines.train import finetune as F
+    from lfcli.pipelines.train.loop import TrainConfig
 
     data = conll_split(tmp_path, train=["d0"], dev=["d1"])
     gap_train = gap_file(tmp_path / "gap-train.tsv", GAP_ROWS)

@@ -339,7 +339,7 @@ def test_models_with_an_unknown_name_is_a_one_line_usage_error():
 
 
 def test_models_lists_no_measurement_notes_of_one_machine():
-    from lfcli.pipelines.catalog import list_models
+    from lfcli.pipelines.infer.catalog import list_models
 
     from lfcli.models.bundled import model_names
 

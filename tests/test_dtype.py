@@ -17,8 +17,8 @@ import torch
 
 import lfcli
 from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
-from lfcli.pipelines.metrics import coref_scores
-from lfcli.pipelines.precision import cpu_has_native_bf16, resolve_dtype
+from lfcli.pipelines.eval.metrics import coref_scores
+from lfcli.pipelines.infer.precision import cpu_has_native_bf16, resolve_dtype
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -106,7 +106,7 @@ def test_bf16_classify_labels_unchanged():
 def _ranked_spans(rows: list[dict], dtype: str) -> list[list[tuple[float, int, int]]]:
     """Each question's 3 best answers as (margin, start, end) character spans: the margins
     themselves (a QA score is a calibrated probability, not a function of the margin)."""
-    from lfcli.pipelines.readers import Document
+    from lfcli.pipelines.io.readers import Document
 
     pipe = lfcli.Pipeline("qa", dtype=dtype, top_k=3)
     out = []
@@ -169,7 +169,7 @@ def test_bf16_runs_where_onednn_has_no_bf16(tmp_path):
     code = (
         "import sys, torch\n"
         "from lfcli.models import LongformerModel\n"
-        "from lfcli.pipelines.precision import resolve_dtype\n"
+        "from lfcli.pipelines.infer.precision import resolve_dtype\n"
         "assert resolve_dtype('auto', torch.device('cpu')) == torch.float32\n"
         f"m = LongformerModel.from_pretrained({str(folder)!r}, dtype=torch.bfloat16)\n"
         "ids = torch.randint(5, 100, (1, 40))\n"

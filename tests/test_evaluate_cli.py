@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lfcli.cli import app
-from lfcli.pipelines.conll import read_conll
+from lfcli.pipelines.io.conll import read_conll
 from lfcli.pipelines.errors import InputError
-from lfcli.pipelines.evaluate import evaluate
-from lfcli.pipelines.metrics import coref_scores
+from lfcli.pipelines.eval.evaluate import evaluate
+from lfcli.pipelines.eval.metrics import coref_scores
 from shared_data import DATA, need  # noqa: E402
 
 runner = CliRunner()

@@ -20,9 +20,10 @@ from lfcli.models.lora import (
     lora_linear_reference,
     merge_lora,
 )
-from lfcli.pipelines.finetune import finetune
-from lfcli.pipelines.answers import best_spans
-from lfcli.pipelines.trainer import Stream, TrainConfig, plan_update
+from lfcli.pipelines.train.finetune import finetune
+from lfcli.pipelines.infer.answers import best_spans
+from lfcli.pipelines.train.batches import Stream, plan_update
+from lfcli.pipelines.train.loop import TrainConfig
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -146,7 +147,7 @@ def test_an_epoch_is_one_pass_in_steps_per_epoch_updates():
     each example once; a data set under the budget is one update, not many passes in one."""
     import random
 
-    from lfcli.pipelines.trainer import steps_per_epoch
+    from lfcli.pipelines.train.batches import steps_per_epoch
 
     rng = random.Random(0)
     for trial in range(200):
@@ -212,7 +213,7 @@ def test_finetune_qa_loss_goes_down_and_the_adapter_loads(base, tmp_path):
 
 def test_training_goes_on_from_an_adapter_and_stays_an_adapter_over_its_base(base, tmp_path):
     from lfcli.pipelines.errors import UsageError
-    from lfcli.pipelines.finetune import build_model, continued_adapter
+    from lfcli.pipelines.train.finetune import build_model, continued_adapter
 
     data = squad_file(tmp_path / "squad.json", copies=2)
     first, second = tmp_path / "first", tmp_path / "second"
@@ -349,7 +350,7 @@ def test_cli_finetune_then_classify_and_qa(base, tmp_path):
 
 
 def test_hyperpartisan_xml_is_training_data(tmp_path):
-    from lfcli.pipelines.train_classify import read_labelled
+    from lfcli.pipelines.train.classify import read_labelled
 
     (tmp_path / "articles-x.xml").write_text(
         '<?xml version="1.0"?><articles><article id="1" title="A title"><p>First <a href="u">para</a>.</p><p>Second.</p></article>'
@@ -365,7 +366,7 @@ def test_hyperpartisan_xml_is_training_data(tmp_path):
 
 @pytest.mark.skipif(not (SHARED / "hyperpartisan").is_dir(), reason="needs ../shared/data/hyperpartisan (not in a user's clone)")
 def test_real_hyperpartisan_reads_645_labelled_articles():
-    from lfcli.pipelines.train_classify import read_labelled
+    from lfcli.pipelines.train.classify import read_labelled
 
     docs, problems = read_labelled([str(SHARED / "hyperpartisan" / "articles-training-byarticle-20181122.xml")])
     assert len(docs) + len(problems) == 645 and sum(d.label == "true" for d in docs) == 238
@@ -397,7 +398,7 @@ def test_labelled_data_from_parquet_and_label_folders(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lfcli.pipelines.train_classify import read_labelled
+    from lfcli.pipelines.train.classify import read_labelled
 
     pq.write_table(pa.table({"body": ["a law text", "a story", None], "tag": ["law", "fiction", "law"]}), tmp_path / "t.parquet")
     docs, problems = read_labelled([str(tmp_path / "t.parquet")], text_column="body", label_column="tag")
@@ -410,7 +411,7 @@ def test_labelled_data_from_parquet_and_label_folders(tmp_path):
 
 
 def test_semeval_articles_xml_is_an_inference_input(tmp_path):
-    from lfcli.pipelines.readers import iter_documents
+    from lfcli.pipelines.io.readers import iter_documents
 
     (tmp_path / "articles.xml").write_text(
         '<?xml version="1.0"?><articles><article id="7" title="T"><p>Body.</p></article></articles>', encoding="utf-8")

@@ -126,7 +126,7 @@ TRAINING_CHILD = textwrap.dedent(
     import torch
     import torch.nn.functional as F
     from lfcli.models import LongformerConfig, LongformerForSequenceClassification
-    from lfcli.pipelines.trainer import make_optimizer
+    from lfcli.pipelines.train.loop import make_optimizer
 
     torch.set_num_threads(1)
     config = LongformerConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -156,7 +156,7 @@ def test_bf16_training_memory_stays_flat_over_updates():
     Hyperpartisan run grew from 5.7 to 10.6 GB). lfcli bounds the caches, so after the first
     updates fill them the memory is flat (measured: +500 MB over 60 updates of this tiny
     model before, flat after update ~35 now)."""
-    from lfcli.pipelines.precision import cpu_has_native_bf16
+    from lfcli.pipelines.infer.precision import cpu_has_native_bf16
 
     if not cpu_has_native_bf16():
         pytest.skip("the growth is in oneDNN's native bf16 kernels; this CPU emulates bf16")

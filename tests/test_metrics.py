@@ -16,7 +16,7 @@ from fractions import Fraction
 import pytest
 
 from lfcli.pipelines.errors import InputError
-from lfcli.pipelines.metrics import (
+from lfcli.pipelines.eval.metrics import (
     GapExample,
     Score,
     b_cubed,

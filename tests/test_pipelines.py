@@ -8,11 +8,11 @@ from checkpoints import make_checkpoint
 
 from lfcli.models import LongformerForQuestionAnswering
 from lfcli.pipelines.errors import UsageError
-from lfcli.pipelines.policies import check_policy, global_positions
-from lfcli.pipelines.readers import Document
-from lfcli.pipelines.runner import Pipeline, check_options
-from lfcli.pipelines.tasks import CorefTask
-from lfcli.pipelines.tokenize import DocumentTokenizer, owned_ranges, plan_windows
+from lfcli.pipelines.infer.policies import check_policy, global_positions
+from lfcli.pipelines.io.readers import Document
+from lfcli.pipelines.infer.runner import Pipeline, check_options
+from lfcli.pipelines.infer.tasks import CorefTask
+from lfcli.pipelines.infer.tokenize import DocumentTokenizer, owned_ranges, plan_windows
 
 
 @pytest.fixture(scope="session")
@@ -136,7 +136,7 @@ def test_batching_does_not_change_results(encoder_dir):
 def test_coref_clusters_merge_through_shared_mentions(tok):
     text = "Elizabeth walked . She smiled . Elizabeth laughed . she left"
     enc = tok.encode(text)
-    from lfcli.pipelines.tasks import Prepared
+    from lfcli.pipelines.infer.tasks import Prepared
 
     task = CorefTask(tok, "none")
     # window 1 links mentions 0 and 3; window 2 links 3 and 6: one chain of three
@@ -188,7 +188,7 @@ def test_large_batches_of_mixed_lengths_bound_their_padding(encoder_dir):
     """A large --batch-size on short documents of mixed lengths: a batch past 8 windows keeps
     its padding under 20% of its tokens (each window is padded to the batch's longest), and
     the rows are the same as with small batches."""
-    from lfcli.pipelines.runner import PADDING_FREE_BATCH, PADDING_SHARE
+    from lfcli.pipelines.infer.runner import PADDING_FREE_BATCH, PADDING_SHARE
 
     texts = ["word " * n for n in (40, 38, 35, 30, 29, 28, 25, 22, 20, 18, 15, 12, 10, 9, 6, 4, 3, 2, 1, 1)]
     docs = [Document(str(i), t) for i, t in enumerate(texts)]

@@ -1,4 +1,4 @@
-"""Continued MLM pretraining (pipelines/pretrain.py, on the shared trainer): schedule,
+"""Continued MLM pretraining (pipelines/train/pretrain.py, on the shared trainer): schedule,
 masking, data split, fixed batches, resume, two-process DDP and a real loss decrease of the
 bundled model on LitBank novels. All CPU; the tiny runs use the trainer's default autocast
 (bf16 on CPUs with native bf16), and the runs compared bitwise use the same setting."""
@@ -18,22 +18,16 @@ import pytest
 import torch
 from checkpoints import TRAINING_TEXT, make_checkpoint
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.pretrain import (
+from lfcli.pipelines.train.pretrain import (
     MaskVocab,
     Piece,
     build_sequences,
-    lr_factor,
     mask_tokens,
     pretrain_continue,
     split_heldout,
 )
-from lfcli.pipelines.trainer import (
-    STATE_DIR,
-    STATE_FILE,
-    SUMMARY_FILE,
-    Stream,
-    plan_fixed,
-)
+from lfcli.pipelines.train.batches import Stream, plan_fixed
+from lfcli.pipelines.train.loop import STATE_DIR, STATE_FILE, SUMMARY_FILE, lr_factor
 from shared_data import DATA
 
 LITBANK = DATA / "litbank" / "original"
@@ -156,7 +150,7 @@ def test_mask_vocab_without_mask_token_is_an_input_error(tmp_path):
 
 # -- sequences and the held-out split ---------------------------------------------------------
 def test_sequences_split_documents_and_wrap_in_special_tokens(tiny):
-    from lfcli.pipelines.readers import Document
+    from lfcli.pipelines.io.readers import Document
 
     tok = _tokenizer(tiny)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -327,7 +321,7 @@ def test_errors_are_one_line(tiny, corpus, tmp_path):
 DDP_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    from lfcli.pipelines.pretrain import pretrain_continue
+    from lfcli.pipelines.train.pretrain import pretrain_continue
     corpus, model, out, reports = sys.argv[1:5]
     s = pretrain_continue([corpus], model, out, max_steps=3, warmup_steps=1, grad_accum=1, batch_size=1,
                           lr=2e-3, save_every=2, eval_fraction=0.1, seed=3)

@@ -15,8 +15,8 @@ import torch
 
 from checkpoints import make_checkpoint
 from lfcli import Pipeline
-from lfcli.pipelines.readers import Document
-from lfcli.pipelines.answers import (
+from lfcli.pipelines.io.readers import Document
+from lfcli.pipelines.infer.answers import (
     CALIBRATION_METHOD,
     DEFAULT_TEMPERATURE,
     QACandidates,
@@ -25,7 +25,7 @@ from lfcli.pipelines.answers import (
     span_f1,
     span_rules,
 )
-from lfcli.pipelines.train_qa import auroc, calibrate, expected_calibration_error, fit_temperature
+from lfcli.pipelines.train.qa import auroc, calibrate, expected_calibration_error, fit_temperature
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -236,8 +236,8 @@ def test_answers_of_a_real_checkpoint_follow_the_rules(qa_folder):
 
 # -- lfcli finetune qa fits and saves the temperature ---------------------------------------------------
 def test_finetune_qa_fits_the_temperature_and_saves_it(tmp_path):
-    from lfcli.pipelines.finetune import finetune
-    from lfcli.pipelines.trainer import TrainConfig
+    from lfcli.pipelines.train.finetune import finetune
+    from lfcli.pipelines.train.loop import TrainConfig
 
     base = make_checkpoint(tmp_path / "base", "LongformerModel", max_tokens=128, attention_window=16)
 

@@ -218,7 +218,7 @@ def test_rays_noise_is_filtered_and_its_other_warnings_kept():
     logs them; other warnings of the same loggers still show."""
     import logging
 
-    from lfcli.pipelines.ray_engine import require_ray
+    from lfcli.pipelines.infer.ray_engine import require_ray
 
     pytest.importorskip("ray", reason="Ray is not installed: pip install 'lfcli[ray]'")
     require_ray(starts_local=False)

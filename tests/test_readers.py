@@ -1,4 +1,4 @@
-"""Tests of lfcli.pipelines.readers on real files (no mocks)."""
+"""Tests of lfcli.pipelines.io.readers on real files (no mocks)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.readers import Document, iter_documents
+from lfcli.pipelines.io.readers import Document, iter_documents
 
 
 def _docs(*inputs, **kw) -> list[Document]:

@@ -2,7 +2,7 @@
 
 The fast step is what `lfcli finetune` and `pretrain-continue` run on the CPU: the band's own
 autograd function (kernels/chunked_grad.py), the torch.rand dropout (kernels/fused.py) and
-PyTorch's fused AdamW (trainer.make_optimizer). Its twin is the readable eager path: autograd
+PyTorch's fused AdamW (train.loop.make_optimizer). Its twin is the readable eager path: autograd
 through the joined softmax (LFCLI_BAND_GRAD=autograd). With dropout off and a fixed seed both
 give the same loss and gradients, within the dtype's tolerance, in fp32 and under bf16
 autocast; and the fused AdamW update equals the for-each one.
@@ -77,7 +77,7 @@ def test_fast_step_equals_reference_step(mode, autocast, monkeypatch):
 
 def test_fused_adamw_update_equals_foreach():
     """make_optimizer's fused AdamW and PyTorch's default AdamW take the same step."""
-    from lfcli.pipelines.trainer import make_optimizer
+    from lfcli.pipelines.train.loop import make_optimizer
 
     models = [tiny_classifier(), tiny_classifier()]
     inputs, labels = batch()

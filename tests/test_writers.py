@@ -1,4 +1,4 @@
-"""Tests of lfcli.pipelines.writers on real files (no mocks), including SIGKILL + resume."""
+"""Tests of lfcli.pipelines.io.writers on real files (no mocks), including SIGKILL + resume."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.writers import FLUSH_SECONDS, open_writer, output_format, sidecar_path
+from lfcli.pipelines.io.writers import FLUSH_SECONDS, open_writer, output_format, sidecar_path
 
 SPAN = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
 TASK_SCHEMA = pa.schema(
@@ -420,7 +420,7 @@ WORKER = textwrap.dedent(
     """
     import sys, time
     import pyarrow as pa
-    from lfcli.pipelines.writers import open_writer
+    from lfcli.pipelines.io.writers import open_writer
 
     path, total = sys.argv[1], int(sys.argv[2])
     schema = None

@@ -4,7 +4,7 @@
 just converted to a long one, e.g. the bundled `minilm-l6-long`) and trains it further with
 masked language modelling on long sequences, as Beltagy et al. (2020, section 5) did to let
 the copied position embeddings and the windowed attention adapt. The training loop is the
-one every task shares (pipelines/trainer.py: AdamW, warm-up and decay, accumulation, bf16
+one every task shares (pipelines/train/loop.py: AdamW, warm-up and decay, accumulation, bf16
 autocast, clipping, evaluation, best-model keeping, bitwise resume, DDP, metrics.jsonl);
 this module is only what is specific to MLM:
 
@@ -84,14 +84,13 @@ import torch
 
 from lfcli.models.checkpoint import GLOBAL_PROJECTIONS, TOKENIZER_FILES, copy_tokenizer_files, global_from_local
 
-from .errors import InputError, UsageError
-from .progress import record_line
-from .trainer import (  # noqa: F401  (lr_factor: re-exported for older imports)
-    STATE_DIR, Dist, TrainConfig, check_output, clear_output, lr_factor, mix_seed, train, unit_hash,
-)
-from .wording import plural
+from ..errors import InputError, UsageError
+from ..progress import record_line
+from .batches import mix_seed, unit_hash
+from .loop import STATE_DIR, Dist, TrainConfig, TrainingRun, train
+from ..wording import plural
 
-__all__ = ["pretrain_continue", "lr_factor", "mask_tokens", "MaskVocab", "build_sequences", "split_heldout", "MLMTask"]
+__all__ = ["pretrain_continue", "mask_tokens", "MaskVocab", "build_sequences", "split_heldout", "MLMTask"]
 
 LN2 = math.log(2.0)
 #: Default warm-up: the share of the updates that fine-tuning warms up over (6%), at most the
@@ -293,7 +292,7 @@ def write_model(mlm, source: Path, folder: Path, note: dict) -> None:
 # -- the task the trainer runs ----------------------------------------------------------------
 @dataclass
 class MLMTask:
-    """Masked-LM for the trainer (see `TrainTask` in pipelines/trainer.py): batches of masked
+    """Masked-LM for the trainer (see `TrainTask` in pipelines/train/loop.py): batches of masked
     pieces, the summed cross-entropy over the targets, the held-out loss as the score."""
 
     examples: list[Piece]  # the training sequences
@@ -358,6 +357,36 @@ def _echo(record: dict) -> None:
 
 
 # -- the job ------------------------------------------------------------------------------
+def read_corpus(corpus, read: dict, folder: Path, config, seq_len: int, say) -> tuple:
+    """(the masking vocabulary, the corpus's sequences of at most seq_len tokens, counts),
+    each skipped document said (the first five); no usable text is an InputError."""
+    from ..infer.tokenize import DocumentTokenizer
+    from ..io.readers import iter_documents
+
+    tok = DocumentTokenizer.from_folder(folder, seq_len)
+    template = tok.single
+    vocab = MaskVocab.from_tokenizer(tok.tokenizer, config.vocab_size,
+                                     extra_special=[*template.prefix, *template.suffix, config.pad_token_id])
+    skipped = [0]
+
+    def on_skip(doc_id: str, why: str) -> None:
+        skipped[0] += 1
+        if skipped[0] <= 5:
+            say(f"skipped {doc_id}: {why}")
+
+    documents = iter_documents([corpus] if isinstance(corpus, str) else list(corpus), **read)
+    pieces, counts = build_sequences(documents, tok.tokenizer, template.prefix, template.suffix, seq_len, on_skip)
+    if not pieces:
+        raise InputError(
+            f"no usable text in the corpus ({plural(counts['skipped'], 'document')} skipped as empty or unreadable)"
+            if counts["skipped"] else "the corpus has no documents"
+        )
+    too_big = max(int(p.ids.max()) for p in pieces)
+    if too_big >= config.vocab_size:
+        raise InputError(f"{folder}: the tokenizer produces id {too_big}, outside the model's vocabulary ({config.vocab_size})")
+    return vocab, pieces, counts
+
+
 def pretrain_continue(
     corpus: Seq[str] | str,
     model: str,
@@ -427,18 +456,12 @@ def pretrain_continue(
     from lfcli.models import LongformerConfig, resolve_backend
     from lfcli.models.bundled import resolve_model
 
-    from .readers import iter_documents
-    from .tokenize import DocumentTokenizer
-
     folder = resolve_model(model)
     out = Path(output)
-    check_output(out, folder, resume, force, "pretrain-continue")
-    dist = Dist(device)
     sink = log or (_echo if progress and sys.stderr.isatty() else None)
-
-    def say(message: str) -> None:
-        if dist.main and sink is not None:
-            sink({"event": "message", "message": message})
+    run = TrainingRun("pretrain-continue", out, folder, device=device, resume=resume, force=force, files=OUTPUT_FILES,
+                      sink=sink)
+    dist, say = run.dist, run.say
 
     def relay(record: dict) -> None:  # the trainer's records, evaluations named for MLM
         if record["event"] == "eval":
@@ -451,36 +474,13 @@ def pretrain_continue(
         if sink is not None:
             sink(record)
 
-    try:
+    with run:
         config_file = LongformerConfig.from_json_file(folder / "config.json")
         seq_len = min(max_length or config_file.max_tokens, config_file.max_tokens)
         resolve_backend(attention_backend, config_file.attention_backend, dist.device)  # refuse a bad backend now
 
-        # ---- data ----
-        tok = DocumentTokenizer.from_folder(folder, seq_len)
-        template = tok.single
-        vocab = MaskVocab.from_tokenizer(
-            tok.tokenizer, config_file.vocab_size,
-            extra_special=[*template.prefix, *template.suffix, config_file.pad_token_id],
-        )
-        skipped = [0]
-
-        def on_skip(doc_id: str, why: str) -> None:
-            skipped[0] += 1
-            if skipped[0] <= 5:
-                say(f"skipped {doc_id}: {why}")
-
         read = dict(text_column=text_column, id_column=id_column, glob=glob, encoding_errors=encoding_errors)
-        documents = iter_documents([corpus] if isinstance(corpus, str) else list(corpus), **read)
-        pieces, counts = build_sequences(documents, tok.tokenizer, template.prefix, template.suffix, seq_len, on_skip)
-        if not pieces:
-            raise InputError(
-                f"no usable text in the corpus ({plural(counts['skipped'], 'document')} skipped as empty or unreadable)"
-                if counts["skipped"] else "the corpus has no documents"
-            )
-        too_big = max(int(p.ids.max()) for p in pieces)
-        if too_big >= config_file.vocab_size:
-            raise InputError(f"{folder}: the tokenizer produces id {too_big}, outside the model's vocabulary ({config_file.vocab_size})")
+        vocab, pieces, counts = read_corpus(corpus, read, folder, config_file, seq_len, say)
         train_pieces, heldout, split_how = split_heldout(pieces, eval_fraction, max_eval_sequences)
         say(
             f"{plural(counts['documents'], 'document')}, {plural(counts['tokens'], 'token')} -> "
@@ -498,9 +498,7 @@ def pretrain_continue(
         }
         if resume and not (out / STATE_DIR).is_dir():
             say(f"{out}: no resume state there; starting at update 0")
-        if force and dist.main:
-            clear_output(out, OUTPUT_FILES)
-        dist.barrier()  # every process has checked the output before rank 0 writes anything
+        run.clear()
 
         # ---- model and task ----
         mlm, head = load_mlm_model(folder, seed, say)
@@ -515,8 +513,6 @@ def pretrain_continue(
             f"peak lr {lr:g}")
         summary = train(mlm, task, out, config, dist=dist, resume=resume, fingerprint=fingerprint, log=relay,
                         progress=progress)
-    finally:
-        dist.close()
 
     scored = [e for e in summary["evals"] if e.get("loss") is not None]
     before = next((e for e in scored if e["step"] == 0), None)

@@ -5,18 +5,20 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .errors import InputError, UsageError
+from ..errors import InputError, UsageError
 
-# Which task each checkpoint class serves (classify also runs zero-shot on a bare encoder).
-TASKS_BY_CLASS = {
-    "LongformerModel": ["embed", "classify --labels (zero-shot)"],
-    "LongformerForSequenceClassification": ["classify"],
-    "LongformerForQuestionAnswering": ["qa"],
-    "LongformerForCoreference": ["corefs"],
-    "LongformerForMaskedLM": ["pretrain-continue"],
-}
 # How long building the bundled model from its source weights takes (measured: 4-5 s).
 BUILD_SECONDS = 5
+
+
+def tasks_of_class(architecture: str) -> list[str]:
+    """The commands a checkpoint class serves (the bare encoder: embed, and classify zero-shot)."""
+    from lfcli.models.heads import ENCODER, HEADS
+
+    if architecture == ENCODER:
+        return ["embed", "classify --labels (zero-shot)"]
+    head = HEADS.get(architecture)
+    return [head.task] if head and head.task else []
 
 
 def list_models() -> list[dict]:
@@ -29,7 +31,7 @@ def list_models() -> list[dict]:
     out = []
     for name, entry in BUNDLED.items():
         heads = getattr(entry, "heads", None) or ["LongformerModel"]
-        tasks = [t for h in heads for t in TASKS_BY_CLASS.get(h, [])]
+        tasks = [t for h in heads for t in tasks_of_class(h)]
         out.append(
             {
                 "name": name,

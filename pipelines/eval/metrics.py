@@ -47,8 +47,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping, Sequence
 
-from .errors import InputError
-from .wording import plural
+from ..errors import InputError
+from ..wording import plural
 
 __all__ = [
     # classification

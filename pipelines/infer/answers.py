@@ -141,7 +141,7 @@ def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: i
 # years" and "five (5)"), which a single span's probability splits among them.
 #
 # T is fitted on validation questions (`lfcli finetune qa` fits it at each evaluation and
-# the saved model keeps its own: train_qa.calibrate) and saved in the model's config.json under
+# the saved model keeps its own: train.qa.calibrate) and saved in the model's config.json under
 # lfcli.qa_calibration; a model without one gets T = 1, the model's own softmax (on the
 # bundled SQuAD model's validation questions T = 1 already had an expected calibration
 # error of 0.04; the old sigmoid of the margin, 0.25). The temperature never changes which
@@ -198,7 +198,7 @@ def qa_temperature(config) -> float:
     method = saved.get("method") if isinstance(saved, dict) else None
     t = saved.get("temperature") if isinstance(saved, dict) else None
     if method != CALIBRATION_METHOD or isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf:
-        from .progress import note
+        from ..progress import note
 
         note(f"the model's lfcli.qa_calibration ({method or saved!r}) is not one this lfcli reads "
              f"(method {CALIBRATION_METHOD!r}, a positive temperature); QA scores use temperature {DEFAULT_TEMPERATURE:g}")

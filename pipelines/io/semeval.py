@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterator
 
-from .errors import InputError
+from ..errors import InputError
 from .document import Document
 
 _SPACES = re.compile(r"[ \t\r\f\v]+")

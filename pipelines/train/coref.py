@@ -43,12 +43,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .errors import InputError
-from .readers import Document, iter_documents
-from .tasks import CorefTask, Item, batch_tensors, predict_rows
-from .tokenize import token_span
-from .train_setup import Setup, fingerprint_of, report_skipped, training_tokenizer
-from .wording import plural
+from ..errors import InputError
+from ..io.readers import Document, iter_documents
+from ..infer.tasks import CorefTask, Item, batch_tensors, predict_rows
+from ..infer.tokenize import token_span
+from .setups import Setup, fingerprint_of, report_skipped, training_tokenizer
+from ..wording import plural
 
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
 # keeps the adapter + head of the MiniLM base under 5 MB (LoRA rank 16: 0.66M parameters,
@@ -87,7 +87,7 @@ def read_coref_documents(inputs: list[str], ids=None) -> tuple[list[CorefDocumen
     text + clusters. `ids` (a file of ids, one a line, or an iterable) keeps only those
     documents (a CoNLL document also answers to its file's stem and its #begin name); an id
     that no input has is an error: a wrong split file must not train on nothing."""
-    from .conll import read_conll, read_ids
+    from ..io.conll import read_conll, read_ids
 
     conll = [p for p in map(str, inputs) if _is_conll(p)]
     records = [p for p in map(str, inputs) if not _is_conll(p)]
@@ -150,7 +150,7 @@ def gap_documents(path: str) -> tuple[list[CorefDocument], list[str]]:
     antecedent loss then asks, among these three, for the pronoun's right antecedent (or
     the dummy): the signal GAP gives, and no more (other mentions in the text are unlabelled,
     hence no mention loss on these documents)."""
-    from .metrics import read_gap
+    from ..eval.metrics import read_gap
 
     docs, problems = [], []
     for ex in read_gap(path):
@@ -205,7 +205,7 @@ def window_examples(task: CorefTask, doc: CorefDocument, width: int) -> tuple[li
 # -- the trainer task ------------------------------------------------------------------------------
 @dataclass
 class CorefTrainTask:
-    """The coreference task for the trainer (see pipelines/trainer.py)."""
+    """The coreference task for the trainer (see pipelines/train/loop.py)."""
 
     coref: CorefTask
     pad_id: int
@@ -313,7 +313,7 @@ def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weig
 def score_clusters(pairs: list[tuple[list, list]]) -> dict:
     """CoNLL-2012 scores of (gold, predicted) clusterings, with and without one-mention
     entities; "score" = CoNLL F1 with them (LitBank's convention)."""
-    from .metrics import coref_scores
+    from ..eval.metrics import coref_scores
 
     with_s = coref_scores(pairs, singletons=True)
     without = coref_scores(pairs, singletons=False)
@@ -363,7 +363,7 @@ def gap_evaluate(pipeline, examples) -> dict:
 
 def gap_scores_of_rows(examples, rows) -> dict:
     """GAP's scorecard of `lfcli corefs` rows, one per GAP example, in the examples' order."""
-    from .metrics import gap_decisions, gap_scores
+    from ..eval.metrics import gap_decisions, gap_scores
 
     decisions = {ex.id: gap_decisions(ex, [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []])
                  for ex, row in zip(examples, rows)}
@@ -381,8 +381,8 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     mean of CoNLL F1 and GAP F1."""
     from lfcli.models import LongformerConfig
 
-    from .metrics import read_gap
-    from .policies import check_policy
+    from ..eval.metrics import read_gap
+    from ..infer.policies import check_policy
 
     docs, problems = read_coref_documents(data, ids)
     report_skipped(problems, "training document", say)
@@ -424,14 +424,9 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
         task.gap_validation = read_gap(str(gap_validation))
         say(f"{plural(len(task.gap_validation), 'GAP validation row')}: the best model has the best mean of "
             "CoNLL F1 and GAP F1")
-    s = Setup()
-    s.class_name = "LongformerForCoreference"
-    s.task = task
-    s.config_changes = {"extra": {**base.extra, "coref": coref_config}}
-    s.max_length = length
-    s.fingerprint = fingerprint_of([[d.id, len(d.text), sum(map(len, d.clusters))] for d in train_docs + gap_docs]
-                                   + [coref_config, len(task.gap_validation)])
-    s.note = {"train_documents": counts["documents"], "validation_documents": len(val),
-              "validation_ids": [d.id for d in val], "gap_training_rows": len(gap_docs),
-              "gap_validation_rows": len(task.gap_validation)}
-    return s
+    fingerprint = fingerprint_of([[d.id, len(d.text), sum(map(len, d.clusters))] for d in train_docs + gap_docs]
+                                 + [coref_config, len(task.gap_validation)])
+    note = {"train_documents": counts["documents"], "validation_documents": len(val),
+            "validation_ids": [d.id for d in val], "gap_training_rows": len(gap_docs),
+            "gap_validation_rows": len(task.gap_validation)}
+    return Setup("corefs", task, {"extra": {**base.extra, "coref": coref_config}}, length, fingerprint, note)

@@ -33,7 +33,6 @@ the rest, the same for every task, top to bottom as nanoGPT's train.py does:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -48,8 +47,9 @@ from typing import Any, Callable, Protocol, Sequence
 
 import torch
 
-from .errors import InputError, UsageError
-from .precision import autocast_for
+from ..errors import InputError, UsageError
+from ..infer.precision import autocast_for
+from .batches import Stream, mix_seed, plan_fixed, plan_update, steps_per_epoch
 
 STATE_DIR = "train_state"
 STATE_FILE = "trainer_state.pt"
@@ -78,34 +78,6 @@ def lr_factor(step: int, warmup_steps: int, max_steps: int, power: float = 3.0) 
         return 0.0
     remaining = 1.0 - (step - warmup_steps) / (max_steps - warmup_steps)
     return remaining**power
-
-
-def mix_seed(*parts: object) -> int:
-    """A 63-bit seed from `parts`, stable across processes and runs."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
-
-
-def unit_hash(*parts: object) -> float:
-    """A stable number in [0, 1) from `parts` (sha256; the same in every process and run)."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
-class Stream:
-    """Training example k of the run: epoch k // n, position k % n of that epoch's seeded
-    permutation of the n training examples."""
-
-    def __init__(self, n: int, seed: int):
-        self.n, self.seed = n, seed
-        self._epoch, self._perm = -1, None
-
-    def __getitem__(self, k: int) -> int:
-        epoch, i = divmod(k, self.n)
-        if epoch != self._epoch:
-            gen = torch.Generator().manual_seed(mix_seed(self.seed, "epoch", epoch))
-            self._epoch, self._perm = epoch, torch.randperm(self.n, generator=gen).tolist()
-        return self._perm[i]
 
 
 class Dist:
@@ -227,6 +199,34 @@ def clear_output(output: Path, files: Sequence[str]) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
+class TrainingRun:
+    """The frame every training command runs in (finetune, pretrain-continue): the output
+    folder's rules checked before anything is read (check_output), the processes (Dist, closed
+    however the run ends), messages from the main process only, and --force's clearing of an
+    earlier run's files once the data has been read and every process is ready to write."""
+
+    def __init__(self, command: str, output: Path, model_folder: Path, *, device: str, resume: bool, force: bool,
+                 files: Sequence[str], sink: Callable[[dict], None] | None):
+        check_output(output, model_folder, resume, force, command)
+        self.output, self.force, self.files, self.sink = output, force, files, sink
+        self.dist = Dist(device)
+
+    def say(self, message: str) -> None:
+        if self.dist.main and self.sink is not None:
+            self.sink({"event": "message", "message": message})
+
+    def clear(self) -> None:
+        if self.force and self.dist.main:
+            clear_output(self.output, self.files)
+        self.dist.barrier()  # every process has checked the output before rank 0 writes anything
+
+    def __enter__(self) -> "TrainingRun":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.dist.close()
+
+
 # -- what a task supplies ------------------------------------------------------------------------
 class TrainTask(Protocol):
     """The task-specific parts. `examples` are anything with a token count `len(example)`."""
@@ -275,7 +275,7 @@ class TrainConfig:
     log_every: int = 10
 
     def check(self) -> None:
-        from .precision import check_autocast
+        from ..infer.precision import check_autocast
 
         if not self.lr > 0:
             raise UsageError("--lr must be positive")
@@ -299,80 +299,6 @@ class TrainConfig:
         check_autocast(self.autocast)
 
 
-@dataclass
-class Plan:
-    """The update's micro-batches for this process (lists of example indices)."""
-
-    micro: list[list[int]]
-    cursor: int  # stream position after the update
-    tokens: int  # real tokens of the whole update (all processes)
-
-
-def plan_update(stream: Stream, examples: Sequence, cursor: int, batch_tokens: int, micro_tokens: int,
-                rank: int = 0, world: int = 1) -> Plan:
-    """The update starting at stream position `cursor`: its examples, longest first in
-    micro-batches of at most micro_tokens padded tokens, dealt to the processes round-robin.
-
-    An update never reaches into the next epoch: each epoch is split into exactly
-    steps_per_epoch(examples, batch_tokens) updates, update k ending once the epoch's examples
-    so far hold k/steps_per_epoch of its tokens (at least one example each). So an update
-    holds about batch_tokens tokens, or the whole data set when that is smaller, and
-    `--epochs 1` is one pass over the data. (Under torchrun an update takes a few examples
-    more when its micro-batches do not share evenly among the processes.)"""
-    import bisect
-    import itertools
-
-    n_examples = len(examples)
-    per_epoch = steps_per_epoch(examples, batch_tokens)
-    start = cursor - cursor % n_examples  # of the epoch
-    # The epoch's update ends (stream positions, relative to its start), from its token count
-    # so far at each position: the same in every process and on every call, so the plan needs
-    # no state beyond the cursor (resume included).
-    cum = list(itertools.accumulate((len(examples[stream[start + p]]) for p in range(n_examples)), initial=0))
-    ends, end = [], 0
-    for k in range(1, per_epoch):
-        end = max(end + 1, bisect.bisect_left(cum, -(-k * cum[-1] // per_epoch)))
-        ends.append(min(end, n_examples - (per_epoch - k)))  # leave an example for each update after it
-    stop = start + next(e for e in [*ends, n_examples] if e > cursor - start)
-    taken = [stream[k] for k in range(cursor, stop)]
-    cursor = stop
-    while True:
-        while len(taken) < world:  # an example for each process
-            taken.append(stream[cursor])
-            cursor += 1
-        tokens = sum(len(examples[i]) for i in taken)
-        taken.sort(key=lambda i: (-len(examples[i]), i))
-        micro: list[list[int]] = []
-        for i in taken:
-            n = len(examples[i])
-            if micro and max(len(examples[micro[-1][0]]), n) * (len(micro[-1]) + 1) <= micro_tokens:
-                micro[-1].append(i)
-            else:
-                micro.append([i])
-        if len(micro) % world == 0:
-            return Plan(micro[rank::world], cursor, tokens)
-        taken.append(stream[cursor])  # one more example, until the processes share evenly
-        cursor += 1
-
-
-def plan_fixed(stream: Stream, examples: Sequence, cursor: int, batch_size: int, grad_accum: int,
-               rank: int = 0, world: int = 1) -> Plan:
-    """grad_accum x world micro-batches of batch_size examples in stream order; micro-batch
-    a * world + r is process r's a-th, so the processes share what one process would take."""
-    taken = [stream[k] for k in range(cursor, cursor + batch_size * grad_accum * world)]
-    micro = [taken[j:j + batch_size] for j in range(0, len(taken), batch_size)]
-    return Plan(micro[rank::world], cursor + len(taken), sum(len(examples[i]) for i in taken))
-
-
-def steps_per_epoch(examples: Sequence, batch_tokens: int) -> int:
-    """Updates in one pass over the examples (plan_update's split of every epoch): as many as
-    updates of at most batch_tokens tokens on average need, at least one, at most one per
-    example. A data set smaller than batch_tokens is one update per epoch, not dozens of
-    passes over it in one update."""
-    total = sum(len(e) for e in examples)
-    return max(1, min(len(examples), math.ceil(total / batch_tokens)))
-
-
 # -- the loop -------------------------------------------------------------------------------------
 @dataclass
 class RunState:
@@ -386,204 +312,269 @@ class RunState:
     elapsed: float = 0.0
 
 
+class LossModule(torch.nn.Module):
+    """What DDP wraps: the model's forward and the task's loss, as one module."""
+
+    def __init__(self, model: torch.nn.Module, task: TrainTask):
+        super().__init__()
+        self.model, self.task = model, task
+
+    def forward(self, batch):
+        return self.task.loss(self.model, batch)
+
+
+@dataclass
+class Schedule:
+    """How long a run is, in updates, and when it evaluates and checkpoints."""
+
+    per_epoch: int
+    max_steps: int
+    warmup_steps: int
+    eval_every: int
+    save_every: int
+
+    @classmethod
+    def of(cls, examples: Sequence, config: TrainConfig, world: int) -> "Schedule":
+        if config.batch_size:
+            per_epoch = max(1, round(len(examples) / (config.batch_size * config.grad_accum * world)))
+        else:
+            per_epoch = steps_per_epoch(examples, config.batch_tokens)
+        max_steps = config.max_steps or max(1, math.ceil(per_epoch * config.epochs))
+        warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup * max_steps)
+        eval_every = config.eval_every or per_epoch
+        return cls(per_epoch, max_steps, min(warmup, max_steps - 1), eval_every, config.save_every or eval_every)
+
+
 def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainConfig, *, dist: Dist | None = None,
           resume: bool = False, fingerprint: dict | None = None, log: Callable[[dict], None] | None = None,
           progress: bool = False) -> dict:
     """Train `model` on `task`; the best model ends in `output`. Returns the run's summary."""
     config.check()
-    dist = dist or Dist("cpu")
-    output = Path(output)
-    examples = task.examples
-    if not examples:
+    if not task.examples:
         raise InputError("no training examples")
-    if config.batch_size:
-        per_epoch = max(1, round(len(examples) / (config.batch_size * config.grad_accum * dist.world)))
-    else:
-        per_epoch = steps_per_epoch(examples, config.batch_tokens)
-    max_steps = config.max_steps or max(1, math.ceil(per_epoch * config.epochs))
-    warmup = config.warmup_steps if config.warmup_steps is not None else int(config.warmup * max_steps)
-    warmup_steps = min(warmup, max_steps - 1)
-    eval_every = config.eval_every or per_epoch
-    save_every = config.save_every or eval_every
-    fingerprint = {**(fingerprint or {}), "seed": config.seed, "batch_tokens": config.batch_tokens,
-                   "micro_tokens": config.micro_tokens, "world_size": dist.world, "examples": len(examples),
-                   "max_steps": max_steps}
-    autocast, bf16 = autocast_for(dist.device, config.autocast)
-    model.to(dist.device)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = make_optimizer(model, config.lr, config.weight_decay, config.betas, config.eps)
-
-    class LossModule(torch.nn.Module):  # what DDP wraps: the whole forward + loss
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, batch):
-            return task.loss(self.model, batch)
-
-    loss_module = LossModule()
-    if dist.world > 1:
-        from torch.nn.parallel import DistributedDataParallel
-
-        ids = [dist.device.index] if dist.device.type == "cuda" else None
-        wrapped = DistributedDataParallel(loss_module, device_ids=ids)
-    else:
-        wrapped = loss_module
-
-    state_dir = output / STATE_DIR
-    st = RunState()
-    started = time.perf_counter()
-
-    def emit(record: dict) -> None:
-        if not dist.main:
-            return
-        with open(output / METRICS_FILE, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, default=float) + "\n")
-        if log is not None:
-            log(record)
-
-    if resume and (state_dir / STATE_FILE).is_file():
-        saved = torch.load(state_dir / STATE_FILE, map_location="cpu", weights_only=False)
-        if saved.get("version") != STATE_VERSION:
-            raise InputError(f"{state_dir / STATE_FILE}: written by another version of lfcli; cannot resume from it")
-        differ = [k for k, v in fingerprint.items() if saved["fingerprint"].get(k) != v]
-        if differ:
-            raise UsageError(f"{output}: the run there used other settings ({', '.join(differ)}); "
-                             "resume with the same data and options, or use --force to start over")
-        trainable = dict(model.named_parameters())
-        with torch.no_grad():
-            for name, value in saved["trainable"].items():
-                trainable[name].copy_(value)
-        optimizer.load_state_dict(saved["optimizer"])
-        st = RunState(**saved["run"])
-        resumed_from = st.step
-        set_rng_state(saved["rng"][dist.rank], dist.device)
-        emit({"event": "message", "message": f"resuming at update {st.step} of {max_steps}"})
-    else:
-        resumed_from = None
-        output.mkdir(parents=True, exist_ok=True)
-        if dist.main:
-            (output / METRICS_FILE).unlink(missing_ok=True)
-        random.seed(mix_seed(config.seed, "python", dist.rank))
-        torch.manual_seed(mix_seed(config.seed, "dropout", dist.rank))
-    trainable_n = sum(p.numel() for p in params)
-    emit({"event": "start", "max_steps": max_steps, "steps_per_epoch": per_epoch, "examples": len(examples),
-          "trainable_parameters": trainable_n, "bf16_autocast": bf16, "config": asdict(config)})
-
-    def save_state() -> None:
-        rngs = dist.gather(rng_state(dist.device))
-        if dist.main:
-            tmp = output / f".tmp-{STATE_DIR}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            torch.save({
-                "version": STATE_VERSION, "fingerprint": fingerprint, "run": asdict(st), "rng": rngs,
-                "trainable": {n: p.detach().cpu().clone() for n, p in model.named_parameters() if p.requires_grad},
-                "optimizer": optimizer.state_dict(),
-            }, tmp / STATE_FILE)
-            shutil.rmtree(state_dir, ignore_errors=True)
-            os.replace(tmp, state_dir)
-        dist.barrier()
-
-    def evaluate(baseline: bool = False) -> None:
-        was = model.training
-        model.eval()
-        with torch.no_grad(), autocast():
-            metrics = task.evaluate(model)
-        model.train(was)
-        score = None if metrics.get("score") is None else float(metrics["score"])
-        # A baseline is the starting point, never kept: the output folder is for the trained model.
-        better = not baseline and (score is None or st.best_score is None or score > st.best_score)
-        record = {"event": "eval", "step": st.step, "epoch": round(st.step / per_epoch, 2), **metrics, "best": better}
-        st.evals.append({k: v for k, v in record.items() if k != "event"})
-        if better:
-            st.best_score, st.best_step, st.evals_since_best = score, st.step, 0
-            if dist.main:
-                tmp = output / ".tmp-best"
-                shutil.rmtree(tmp, ignore_errors=True)
-                task.save(model, tmp)
-                for child in tmp.iterdir():
-                    target = output / child.name
-                    if target.is_dir():
-                        shutil.rmtree(target)
-                    os.replace(child, target)
-                tmp.rmdir()
-            dist.barrier()
-        elif not baseline:
-            st.evals_since_best += 1
-        emit(record)
-
-    bar = _Progress(progress and dist.main, max_steps, st.step)
+    run = Run(model, task, Path(output), config, dist or Dist("cpu"), log)
+    run.begin(fingerprint or {}, resume)
+    bar = _Progress(progress and run.dist.main, run.schedule.max_steps, run.st.step)
+    run.first_step = run.st.step
     model.train()
-    stream = Stream(len(examples), config.seed)
-    session_tokens, session_time = 0, 0.0
     stopped_early = False
-    if config.eval_before and not st.evals:
-        evaluate(baseline=True)
+    if config.eval_before and not run.st.evals:
+        run.evaluate(baseline=True)
     try:
-        while st.step < max_steps:
-            t0 = time.perf_counter()
-            if config.batch_size:
-                plan = plan_fixed(stream, examples, st.cursor, config.batch_size, config.grad_accum, dist.rank, dist.world)
-            else:
-                plan = plan_update(stream, examples, st.cursor, config.batch_tokens, config.micro_tokens, dist.rank,
-                                   dist.world)
-            batches = [task.collate([examples[i] for i in idx], [mix_seed(config.seed, "example", st.step, i) for i in idx])
-                       for idx in plan.micro]
-            (units,) = dist.sum([sum(task.count(b) for b in batches)])
-            scale = dist.world / max(units, 1e-9)  # DDP averages the processes' gradients
-            loss_sum = 0.0
-            for k, batch in enumerate(batches):
-                batch = {n: v.to(dist.device) if isinstance(v, torch.Tensor) else v for n, v in batch.items()}
-                sync = k == len(batches) - 1 or dist.world == 1
-                with (nullcontext() if sync else wrapped.no_sync()):
-                    with autocast():
-                        loss = wrapped(batch)
-                    (loss.float() * scale).backward()
-                loss_sum += float(loss.detach())
-            if config.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(params, config.max_grad_norm)
-            current_lr = config.lr * lr_factor(st.step, warmup_steps, max_steps, config.decay_power)
-            for group in optimizer.param_groups:
-                group["lr"] = current_lr
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            (loss_total,) = dist.sum([loss_sum])
-            st.step, st.cursor = st.step + 1, plan.cursor
-            st.tokens += plan.tokens
-            dt = time.perf_counter() - t0
-            session_tokens += plan.tokens
-            session_time += dt
-            record = {"event": "step", "step": st.step, "max_steps": max_steps, "loss": loss_total / max(units, 1e-9),
-                      "lr": current_lr, "tokens_per_s": plan.tokens / max(dt, 1e-9),
-                      "eta_s": (max_steps - st.step) * session_time / max(1, st.step - (bar.first_step))}
+        while run.st.step < run.schedule.max_steps:
+            record = run.update()
             bar.update(record)
-            if dist.main and (st.step % config.log_every == 0 or st.step == max_steps):
-                emit(record)
-            if st.step % eval_every == 0 or st.step == max_steps:
-                evaluate()
-                if config.patience and st.evals_since_best >= config.patience:
-                    stopped_early = True
-            if st.step % save_every == 0 or st.step == max_steps or stopped_early:
-                st.elapsed += time.perf_counter() - started
-                started = time.perf_counter()
-                save_state()
-                emit({"event": "checkpoint", "step": st.step})
+            stopped_early = run.after_update(record)
             if stopped_early:
-                emit({"event": "message", "message": f"no better score in {config.patience} evaluations: stopping at update {st.step}"})
                 break
     finally:
         bar.close()
-    st.elapsed += time.perf_counter() - started
-    summary = {
-        "updates": st.step, "max_steps": max_steps, "resumed_from_step": resumed_from, "stopped_early": stopped_early,
-        "tokens": st.tokens, "best_step": st.best_step, "best_score": st.best_score, "evals": st.evals,
-        "train_tokens_per_s": session_tokens / session_time if session_time else None,
-        "elapsed_s": st.elapsed, "bf16_autocast": bf16, "trainable_parameters": trainable_n,
-    }
-    if dist.main:
-        (output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=float) + "\n", encoding="utf-8")
-    return summary
+    return run.finish(stopped_early)
+
+
+class Run:
+    """One training run's state and its parts, in the order train() calls them: begin (start
+    or resume), update (one optimizer step), after_update (log, evaluate, checkpoint), finish."""
+
+    def __init__(self, model, task: TrainTask, output: Path, config: TrainConfig, dist: Dist, log):
+        self.model, self.task, self.output, self.config, self.dist, self.log = model, task, output, config, dist, log
+        self.examples = task.examples
+        self.schedule = Schedule.of(self.examples, config, dist.world)
+        self.autocast, self.bf16 = autocast_for(dist.device, config.autocast)
+        model.to(dist.device)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = make_optimizer(model, config.lr, config.weight_decay, config.betas, config.eps)
+        loss_module = LossModule(model, task)
+        if dist.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [dist.device.index] if dist.device.type == "cuda" else None
+            self.wrapped = DistributedDataParallel(loss_module, device_ids=ids)
+        else:
+            self.wrapped = loss_module
+        self.state_dir = output / STATE_DIR
+        self.st = RunState()
+        self.started = time.perf_counter()
+        self.stream = Stream(len(self.examples), config.seed)
+        self.session_tokens, self.session_time, self.first_step = 0, 0.0, 0
+        self.resumed_from: int | None = None
+
+    def emit(self, record: dict) -> None:
+        """One line of OUTPUT/metrics.jsonl, and the caller's log."""
+        if not self.dist.main:
+            return
+        with open(self.output / METRICS_FILE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, default=float) + "\n")
+        if self.log is not None:
+            self.log(record)
+
+    def begin(self, fingerprint: dict, resume: bool) -> None:
+        """Resume from the output's checkpoint (refused if the run there differs), else start
+        afresh: seed the RNGs and clear the metrics log."""
+        config, dist = self.config, self.dist
+        self.fingerprint = {**fingerprint, "seed": config.seed, "batch_tokens": config.batch_tokens,
+                            "micro_tokens": config.micro_tokens, "world_size": dist.world,
+                            "examples": len(self.examples), "max_steps": self.schedule.max_steps}
+        if resume and (self.state_dir / STATE_FILE).is_file():
+            self.restore(torch.load(self.state_dir / STATE_FILE, map_location="cpu", weights_only=False))
+        else:
+            self.output.mkdir(parents=True, exist_ok=True)
+            if dist.main:
+                (self.output / METRICS_FILE).unlink(missing_ok=True)
+            random.seed(mix_seed(config.seed, "python", dist.rank))
+            torch.manual_seed(mix_seed(config.seed, "dropout", dist.rank))
+        self.trainable_n = sum(p.numel() for p in self.params)
+        self.emit({"event": "start", "max_steps": self.schedule.max_steps, "steps_per_epoch": self.schedule.per_epoch,
+                   "examples": len(self.examples), "trainable_parameters": self.trainable_n,
+                   "bf16_autocast": self.bf16, "config": asdict(config)})
+
+    def restore(self, saved: dict) -> None:
+        """The trainable weights, optimizer, stream position and RNGs of a checkpoint."""
+        if saved.get("version") != STATE_VERSION:
+            raise InputError(f"{self.state_dir / STATE_FILE}: written by another version of lfcli; cannot resume from it")
+        differ = [k for k, v in self.fingerprint.items() if saved["fingerprint"].get(k) != v]
+        if differ:
+            raise UsageError(f"{self.output}: the run there used other settings ({', '.join(differ)}); "
+                             "resume with the same data and options, or use --force to start over")
+        trainable = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, value in saved["trainable"].items():
+                trainable[name].copy_(value)
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.st = RunState(**saved["run"])
+        self.resumed_from = self.st.step
+        set_rng_state(saved["rng"][self.dist.rank], self.dist.device)
+        self.emit({"event": "message", "message": f"resuming at update {self.st.step} of {self.schedule.max_steps}"})
+
+    def update(self) -> dict:
+        """One optimizer update: its examples, micro-batches, backward, clip, AdamW. Returns
+        the update's log record."""
+        config, dist, st = self.config, self.dist, self.st
+        t0 = time.perf_counter()
+        if config.batch_size:
+            plan = plan_fixed(self.stream, self.examples, st.cursor, config.batch_size, config.grad_accum, dist.rank,
+                              dist.world)
+        else:
+            plan = plan_update(self.stream, self.examples, st.cursor, config.batch_tokens, config.micro_tokens,
+                               dist.rank, dist.world)
+        batches = [self.task.collate([self.examples[i] for i in idx],
+                                     [mix_seed(config.seed, "example", st.step, i) for i in idx]) for idx in plan.micro]
+        (units,) = dist.sum([sum(self.task.count(b) for b in batches)])
+        scale = dist.world / max(units, 1e-9)  # DDP averages the processes' gradients
+        loss_sum = 0.0
+        for k, batch in enumerate(batches):
+            batch = {n: v.to(dist.device) if isinstance(v, torch.Tensor) else v for n, v in batch.items()}
+            sync = k == len(batches) - 1 or dist.world == 1
+            with (nullcontext() if sync else self.wrapped.no_sync()):
+                with self.autocast():
+                    loss = self.wrapped(batch)
+                (loss.float() * scale).backward()
+            loss_sum += float(loss.detach())
+        if config.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(self.params, config.max_grad_norm)
+        current_lr = config.lr * lr_factor(st.step, self.schedule.warmup_steps, self.schedule.max_steps,
+                                           config.decay_power)
+        for group in self.optimizer.param_groups:
+            group["lr"] = current_lr
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        (loss_total,) = dist.sum([loss_sum])
+        st.step, st.cursor = st.step + 1, plan.cursor
+        st.tokens += plan.tokens
+        dt = time.perf_counter() - t0
+        self.session_tokens += plan.tokens
+        self.session_time += dt
+        return {"event": "step", "step": st.step, "max_steps": self.schedule.max_steps,
+                "loss": loss_total / max(units, 1e-9), "lr": current_lr, "tokens_per_s": plan.tokens / max(dt, 1e-9),
+                "eta_s": (self.schedule.max_steps - st.step) * self.session_time / max(1, st.step - self.first_step)}
+
+    def after_update(self, record: dict) -> bool:
+        """Log the update; evaluate and checkpoint when due. True: stop early (patience)."""
+        config, st, schedule = self.config, self.st, self.schedule
+        last = st.step == schedule.max_steps
+        if self.dist.main and (st.step % config.log_every == 0 or last):
+            self.emit(record)
+        stop = False
+        if st.step % schedule.eval_every == 0 or last:
+            self.evaluate()
+            stop = bool(config.patience and st.evals_since_best >= config.patience)
+        if st.step % schedule.save_every == 0 or last or stop:
+            st.elapsed += time.perf_counter() - self.started
+            self.started = time.perf_counter()
+            self.save_state()
+            self.emit({"event": "checkpoint", "step": st.step})
+        if stop:
+            self.emit({"event": "message",
+                       "message": f"no better score in {config.patience} evaluations: stopping at update {st.step}"})
+        return stop
+
+    def evaluate(self, baseline: bool = False) -> None:
+        """The task's validation; the best score's model is written to the output folder. A
+        baseline (before the first update) is the starting point, reported and never kept."""
+        st, model = self.st, self.model
+        was = model.training
+        model.eval()
+        with torch.no_grad(), self.autocast():
+            metrics = self.task.evaluate(model)
+        model.train(was)
+        score = None if metrics.get("score") is None else float(metrics["score"])
+        better = not baseline and (score is None or st.best_score is None or score > st.best_score)
+        record = {"event": "eval", "step": st.step, "epoch": round(st.step / self.schedule.per_epoch, 2), **metrics,
+                  "best": better}
+        st.evals.append({k: v for k, v in record.items() if k != "event"})
+        if better:
+            st.best_score, st.best_step, st.evals_since_best = score, st.step, 0
+            if self.dist.main:
+                self.keep_best()
+            self.dist.barrier()
+        elif not baseline:
+            st.evals_since_best += 1
+        self.emit(record)
+
+    def keep_best(self) -> None:
+        """Write the model into the output folder: into a temporary folder first, then each
+        file moved over the last best's, so a stop midway never leaves half a model."""
+        tmp = self.output / ".tmp-best"
+        shutil.rmtree(tmp, ignore_errors=True)
+        self.task.save(self.model, tmp)
+        for child in tmp.iterdir():
+            target = self.output / child.name
+            if target.is_dir():
+                shutil.rmtree(target)
+            os.replace(child, target)
+        tmp.rmdir()
+
+    def save_state(self) -> None:
+        """The checkpoint --resume continues from (written aside, then swapped in)."""
+        rngs = self.dist.gather(rng_state(self.dist.device))
+        if self.dist.main:
+            tmp = self.output / f".tmp-{STATE_DIR}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            torch.save({
+                "version": STATE_VERSION, "fingerprint": self.fingerprint, "run": asdict(self.st), "rng": rngs,
+                "trainable": {n: p.detach().cpu().clone() for n, p in self.model.named_parameters() if p.requires_grad},
+                "optimizer": self.optimizer.state_dict(),
+            }, tmp / STATE_FILE)
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            os.replace(tmp, self.state_dir)
+        self.dist.barrier()
+
+    def finish(self, stopped_early: bool) -> dict:
+        """The run's summary, also written to OUTPUT/training_summary.json."""
+        st = self.st
+        st.elapsed += time.perf_counter() - self.started
+        summary = {
+            "updates": st.step, "max_steps": self.schedule.max_steps, "resumed_from_step": self.resumed_from,
+            "stopped_early": stopped_early, "tokens": st.tokens, "best_step": st.best_step, "best_score": st.best_score,
+            "evals": st.evals,
+            "train_tokens_per_s": self.session_tokens / self.session_time if self.session_time else None,
+            "elapsed_s": st.elapsed, "bf16_autocast": self.bf16, "trainable_parameters": self.trainable_n,
+        }
+        if self.dist.main:
+            (self.output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=float) + "\n",
+                                                    encoding="utf-8")
+        return summary
 
 
 class _Progress:

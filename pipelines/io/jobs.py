@@ -16,8 +16,8 @@ schemas in a JSONL file). So every output records its job:
 
 Where it is kept: Parquet outputs in their schema's key-value metadata (JOB_KEY), in every
 part and in the finished file; JSONL and JSON outputs in a sidecar `OUT.lfcli-job.json`
-written when the job starts (pipelines/writers.py); `--engine ray` in its manifest's header
-(pipelines/ray_engine.py). `check_same_job` refuses, as a usage error naming what differs,
+written when the job starts (pipelines/io/writers.py); `--engine ray` in its manifest's header
+(pipelines/infer/ray_engine.py). `check_same_job` refuses, as a usage error naming what differs,
 a resume whose job differs, and an output without a record: an older lfcli wrote it, and
 nothing says which job, so continuing it could mix two jobs' rows.
 """
@@ -28,7 +28,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from .errors import InputError, UsageError
+from ..errors import InputError, UsageError
 
 JOB_KEY = "lfcli.job"  # Parquet schema metadata key
 SIDECAR_SUFFIX = ".lfcli-job.json"  # JSONL / JSON outputs: OUT + this
@@ -64,13 +64,11 @@ def model_fingerprint(name: str) -> str | None:
     return digest.hexdigest()[:16]
 
 
-def job_record(task: str, inputs: list[str], read: dict, pipe_opts: dict) -> dict:
-    """The record of a job (see the module doc), as JSON would give it back."""
+def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: dict) -> dict:
+    """The record of a job (see the module doc) running model `name` (infer.runner.model_name:
+    -m or the task's default), as JSON would give it back."""
     from importlib.metadata import version  # the installed lfcli's (lfcli.__version__ is the layer above)
 
-    from .runner import model_name
-
-    name = model_name(task, pipe_opts.get("model"), pipe_opts.get("labels"))
     options = {flag: read.get(key) for key, flag in READ_OPTIONS.items()}
     options.update({flag: pipe_opts[key] for key, flag in ROW_OPTIONS.items() if key in pipe_opts})
     record = {"command": task, "model": name, "model_fingerprint": model_fingerprint(name), "options": options,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .errors import UsageError
+from ..errors import UsageError
 from .tokenize import Window
 
 POLICIES = ("none", "cls", "question", "sentence-starts", "paragraph-starts", "regex:PATTERN")

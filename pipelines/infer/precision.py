@@ -15,7 +15,7 @@ import os
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
-from .errors import UsageError
+from ..errors import UsageError
 
 if TYPE_CHECKING:  # torch is imported where it is used: `--help` and option checks stay fast
     import torch

@@ -41,8 +41,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
-from .errors import InputError
-from .wording import plural
+from ..errors import InputError
+from ..wording import plural
 
 __all__ = ["ConllDocument", "read_conll", "parse_conll", "select_documents", "read_ids", "CONLL_EXTS"]
 

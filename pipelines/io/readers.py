@@ -76,9 +76,9 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .document import Document
-from .errors import InputError, UsageError
-from .progress import note
-from .wording import json_error, plural
+from ..errors import InputError, UsageError
+from ..progress import note
+from ..wording import json_error, plural
 
 __all__ = [
     "Document",

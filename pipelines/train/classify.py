@@ -27,9 +27,9 @@ from pathlib import Path
 
 import torch
 
-from .errors import InputError, UsageError
-from .readers import Document, iter_documents
-from .tasks import ClassifyTask, Item, batch_tensors, model_inputs, predict_rows
+from ..errors import InputError, UsageError
+from ..io.readers import Document, iter_documents
+from ..infer.tasks import ClassifyTask, Item, batch_tensors, model_inputs, predict_rows
 
 
 @dataclass
@@ -51,7 +51,7 @@ class ClassifyExample:
 def read_labelled(inputs: list[str], text_column: str = "text", label_column: str = "label",
                   id_column: str | None = None) -> tuple[list[LabelledDocument], list[str]]:
     """(documents, problems) from every input; see the module docstring for the formats."""
-    from .semeval import find_ground_truth, is_articles_file, iter_articles, read_ground_truth
+    from ..io.semeval import find_ground_truth, is_articles_file, iter_articles, read_ground_truth
 
     docs, problems = [], []
     for path in inputs:
@@ -106,7 +106,7 @@ def stratified_split(docs: list[LabelledDocument], fraction: float, seed: int) -
 
 @dataclass
 class ClassifyTrainTask:
-    """The classification task for the trainer (see pipelines/trainer.py)."""
+    """The classification task for the trainer (see pipelines/train/loop.py)."""
 
     task: ClassifyTask
     labels: list[str]
@@ -145,7 +145,7 @@ class ClassifyTrainTask:
         return torch.nn.functional.cross_entropy(logits, batch["labels"], weight=weight, reduction="sum")
 
     def evaluate(self, model) -> dict:
-        from .metrics import classification_scores
+        from ..eval.metrics import classification_scores
 
         predicted = predict_labels(model, self.task, self.validation, self.pad_id)
         scores = classification_scores([d.label for d in self.validation], [predicted[d.id] for d in self.validation])

@@ -6,23 +6,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InputError
-from .wording import plural
+from ..errors import InputError
+from ..wording import plural
 
 MIN_TRAIN_LENGTH = 16  # shortest training window, in tokens
 
 
+@dataclass
 class Setup:
-    """What a task gives finetune(): the trainer task, the head class and config changes."""
+    """What a task's set-up gives finetune(): the trainer task (pipelines/train/loop.py's
+    TrainTask), the task's command (its head: models/heads.py), the config changes of a new
+    head, the training windows' length, the fingerprint of the training data (--resume
+    compares it) and what the model's config.json notes of the run."""
 
-    class_name: str
+    command: str
     task: object
     config_changes: dict | None
     max_length: int
     fingerprint: str
     note: dict
+
+    @property
+    def class_name(self) -> str:
+        from lfcli.models.heads import architecture_of_task
+
+        return architecture_of_task(self.command)
 
 
 def training_tokenizer(folder: Path, max_length: int | None, default: int):
@@ -31,7 +42,7 @@ def training_tokenizer(folder: Path, max_length: int | None, default: int):
     from lfcli.models import LongformerConfig
     from lfcli.models.registry import tokenizer_folder
 
-    from .tokenize import DocumentTokenizer
+    from ..infer.tokenize import DocumentTokenizer
 
     limit = LongformerConfig.from_json_file(folder / "config.json").max_tokens
     length = min(max_length or default, limit)

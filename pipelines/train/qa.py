@@ -35,12 +35,12 @@ from pathlib import Path
 
 import torch
 
-from .errors import InputError
-from .metrics import squad_f1, squad_scores
-from .readers import Document, iter_documents
-from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
-from .tasks import Item, QATask, batch_tensors, model_inputs, predict_rows
-from .tokenize import token_span
+from ..errors import InputError
+from ..eval.metrics import squad_f1, squad_scores
+from ..io.readers import Document, iter_documents
+from ..infer.answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
+from ..infer.tasks import Item, QATask, batch_tensors, model_inputs, predict_rows
+from ..infer.tokenize import token_span
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
 CALIBRATION_BINS = 10
@@ -168,7 +168,7 @@ def _targets(qa: QATask, record: QARecord, answer: bool) -> list[QAExample]:
 
 @dataclass
 class QATrainTask:
-    """The QA task for the trainer (see pipelines/trainer.py)."""
+    """The QA task for the trainer (see pipelines/train/loop.py)."""
 
     qa: QATask
     pad_id: int

@@ -45,7 +45,7 @@ Existing output (``OUT`` or its sidecar) is refused with a
 :class:`~lfcli.pipelines.errors.UsageError` unless ``force`` (start over) or
 ``resume`` (continue) is given.
 
-The job that made an output (``job=``, see :mod:`~lfcli.pipelines.jobs`) is recorded
+The job that made an output (``job=``, see :mod:`~lfcli.pipelines.io.jobs`) is recorded
 with it: in the key-value metadata of every Parquet part's schema and of the finished
 file, and for JSONL and JSON in ``OUT.lfcli-job.json``, written when the output is
 opened. ``resume`` compares it with the job given and refuses another job (or an
@@ -70,7 +70,7 @@ import sys
 import time
 from typing import Any, Iterator
 
-from .errors import InputError, UsageError
+from ..errors import InputError, UsageError
 from .jobs import JOB_KEY, SIDECAR_SUFFIX, check_same_job, read_sidecar
 from .readers import id_str
 
@@ -724,7 +724,7 @@ def open_writer(
     reports its ids in ``writer.done_ids``; ``force=True`` deletes it and starts
     over; with neither, existing output is a :class:`UsageError`. ``schema`` (a
     ``pyarrow.Schema``) is used for Parquet output only. ``job`` (a job record,
-    pipelines/jobs.py) is recorded with the output, and with ``resume`` an existing
+    pipelines/io/jobs.py) is recorded with the output, and with ``resume`` an existing
     output must have been written by the same job (UsageError otherwise).
     """
     fmt = output_format(path)

@@ -12,7 +12,7 @@ GOLD, by task:
 * qa: SQuAD JSON (``{"data": [{"paragraphs": [{"qas": [...]}]}]}``; ids are the ``qas`` ids),
   or records with ``id`` and ``answers``: a list of ``{text, answer_start}``, a list of
   strings, or ``{"text": [...], ...}`` (the Hugging Face layout).
-* corefs: a CoNLL-2012 file or folder (:mod:`lfcli.pipelines.conll`), records with ``id`` and
+* corefs: a CoNLL-2012 file or folder (:mod:`lfcli.pipelines.io.conll`), records with ``id`` and
   ``clusters`` in PRED's format, or a GAP ``.tsv`` (scored with GAP's own measure).
 
 Matching ids. A prediction's id matches the gold id it equals; failing that, the gold id it
@@ -32,7 +32,7 @@ CoNLL id). Policy:
 
 The result is one JSON-serialisable dict: ``task``, ``gold_format``, ``n`` (gold items
 scored), ``missing``, ``errors``, ``ignored``, ``missing_ids`` (the first few), then the task's
-scores (:mod:`lfcli.pipelines.metrics`; classification in [0, 1], the others x100 as their
+scores (:mod:`lfcli.pipelines.eval.metrics`; classification in [0, 1], the others x100 as their
 reference scorers print them).
 """
 
@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from . import metrics
-from .errors import InputError, UsageError
-from .tasks import LABELLED_TASKS
-from .wording import json_error, plural
+from ..errors import InputError, UsageError
+from ..infer.tasks import LABELLED_TASKS
+from ..wording import json_error, plural
 
 __all__ = ["evaluate", "read_predictions", "read_gold", "Gold"]
 
@@ -168,7 +168,7 @@ def read_gold(task: str, path: str) -> Gold:
         return Gold("records", _keyed(path, _answers_value), {})
     # corefs
     if os.path.isdir(path) or lower.endswith((".conll", "_conll")):
-        from .conll import read_conll
+        from ..io.conll import read_conll
 
         docs = read_conll(path)
         return Gold("conll", {d.id: d.clusters for d in docs}, {d.id: d.text for d in docs}, docs)
@@ -352,10 +352,10 @@ def _select(gold: Gold, ids) -> list[str]:
     if ids is None:
         return list(gold.items)
     if gold.documents is not None:  # CoNLL: ids may also be file stems or #begin names
-        from .conll import select_documents
+        from ..io.conll import select_documents
 
         return [d.id for d in select_documents(gold.documents, ids)]
-    from .conll import read_ids
+    from ..io.conll import read_ids
 
     wanted = read_ids(ids) if isinstance(ids, (str, os.PathLike)) else [str(x) for x in ids]
     unknown = [x for x in dict.fromkeys(wanted) if x not in gold.items]

@@ -1,6 +1,6 @@
 """The tasks: how a document becomes model windows, and how window outputs become a row.
 
-Every task follows the same three steps, driven by pipelines/runner.py:
+Every task follows the same three steps, driven by pipelines/infer/runner.py:
   prepare(doc)            -> the document's windows (model inputs) and what finish() needs
   forward(model, batch)   -> one small CPU result per window (never the hidden states of a
                              whole batch kept around: memory stays bounded)
@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 from .policies import global_positions
-from .readers import Document
+from ..io.readers import Document
 from .answers import DEFAULT_TEMPERATURE, QA_CANDIDATES, QACandidates, best_spans, qa_temperature, span_rules
 from .tokenize import DocumentTokenizer, Encoded, Window, owned_ranges, paragraph_ids, plan_windows
 
@@ -78,7 +78,6 @@ def _owned_positions(item: Item) -> tuple[int, int]:
 
 class Task:
     name = ""
-    model_class = ""  # name in lfcli.models.ARCHITECTURES
     overlap_fraction = 0.25
 
     def __init__(self, tokenizer: DocumentTokenizer, policy: str, **options: Any):
@@ -113,7 +112,6 @@ class EmbedTask(Task):
     """Document vectors. Rows: id, embedding, n_tokens."""
 
     name = "embed"
-    model_class = "LongformerModel"
 
     def __init__(self, tokenizer, policy, pooling: str = "mean", normalize: bool = True):
         super().__init__(tokenizer, policy)
@@ -192,7 +190,6 @@ class ClassifyTask(Task):
     """Supervised labels from a sequence-classification head. Rows: id, label, score, scores."""
 
     name = "classify"
-    model_class = "LongformerForSequenceClassification"
 
     def setup(self, model, run_batch):
         cfg = model.config
@@ -302,7 +299,6 @@ class QATask(Task):
     probability that the answer is right (see QACandidates and the notes above it)."""
 
     name = "qa"
-    model_class = "LongformerForQuestionAnswering"
 
     def __init__(self, tokenizer, policy, question: str | None = None, top_k: int = 1, max_answer_tokens: int = 30,
                  temperature: float = DEFAULT_TEMPERATURE):
@@ -448,7 +444,6 @@ class CorefTask(Task):
     clusters of different windows merge where they share a mention (`finish`)."""
 
     name = "corefs"
-    model_class = "LongformerForCoreference"
 
     def __init__(self, tokenizer, policy, singletons: bool = False):
         super().__init__(tokenizer, policy)

@@ -43,12 +43,12 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .errors import InputError, LfcliError, UsageError
-from .jobs import check_same_job, job_record
-from .progress import note
-from .readers import ENCODING_ERRORS, Document, ReadOptions, detect_format, parquet_plan, parquet_row_document, walk_folder
-from .runner import Stats, check_options, check_questions
-from .wording import plural
+from ..errors import InputError, LfcliError, UsageError
+from ..io.jobs import check_same_job, job_record
+from ..progress import note
+from ..io.readers import ENCODING_ERRORS, Document, ReadOptions, detect_format, parquet_plan, parquet_row_document, walk_folder
+from .runner import Stats, check_options, check_questions, model_name
+from ..wording import plural
 
 ENGINES = ("local", "ray")
 INSTALL_HINT = "--engine ray needs Ray: pip install 'lfcli[ray]'"
@@ -293,7 +293,7 @@ class TaskActor:
         import torch
 
         from .runner import Pipeline
-        from .writers import normalize_schema
+        from ..io.writers import normalize_schema
 
         torch.set_num_threads(max(1, threads))
         # The tally actor comes by name: an actor handle among the constructor's arguments
@@ -418,7 +418,7 @@ def quiet_ray_data(ray, quiet: bool) -> None:
 
 
 class Manifest:
-    """OUT/_lfcli_manifest.jsonl: a header line (with the job's record, pipelines/jobs.py: a
+    """OUT/_lfcli_manifest.jsonl: a header line (with the job's record, pipelines/io/jobs.py: a
     resumed job must be the same job), then one line per finished group."""
 
     def __init__(self, folder: str, header: dict):
@@ -556,7 +556,8 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     files = list_inputs(inputs, reader)
     if task == "qa":
         check_questions(pipe_opts.get("question"), any(f.question for f in files))
-    header = {"lfcli": "ray-engine/1", "job": job_record(task, inputs, read, pipe_opts)}
+    name = model_name(task, pipe_opts.get("model"), pipe_opts.get("labels"))
+    header = {"lfcli": "ray-engine/1", "job": job_record(task, name, inputs, read, pipe_opts)}
     manifest = Manifest.open(output, header, job["resume"], job["force"])
     already = manifest.rows
     stats = Stats(started=time.perf_counter())

@@ -1,4 +1,4 @@
-"""`lfcli finetune TASK DATA -o DIR`: train a task model on the one trainer (pipelines/trainer.py).
+"""`lfcli finetune TASK DATA -o DIR`: train a task model on the one trainer (pipelines/train/loop.py).
 
 What every task shares lives here: the output folder's rules (--force, --resume), the base
 model with a new head, LoRA (the default) or full fine-tuning, and how the trained model is
@@ -26,12 +26,12 @@ import torch
 
 from lfcli.models.checkpoint import TOKENIZER_FILES, copy_tokenizer_files
 
-from .errors import InputError, UsageError
-from .tasks import LABELLED_TASKS
-from .train_coref import setup_corefs
-from .train_setup import MIN_TRAIN_LENGTH, Setup, fingerprint_of, report_skipped, training_tokenizer
-from .trainer import Dist, TrainConfig, check_output, clear_output, train
-from .wording import plural
+from ..errors import InputError, UsageError
+from ..infer.tasks import LABELLED_TASKS
+from .coref import setup_corefs
+from .setups import MIN_TRAIN_LENGTH, Setup, fingerprint_of, report_skipped, training_tokenizer
+from .loop import TrainConfig, TrainingRun, train
+from ..wording import plural
 
 # What a run writes to DIR (removed by --force before a new run; nothing else there is).
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
@@ -209,9 +209,9 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
     from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
 
-    from .runner import resolve_device
+    from ..infer.runner import resolve_device
 
-    from .policies import check_policy
+    from ..infer.policies import check_policy
 
     # Every option before any data is read: a typo must not cost the minutes of reading a data set.
     if task not in LABELLED_TASKS:
@@ -239,21 +239,14 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
                              f"goes on from it at that rank (or pass --adapter full)")
         lora_rank, lora_alpha = continued.r, continued.alpha
     lora_rank = lora_rank or 16
-    check_output(out, folder, resume, force, "finetune")
-    dist = Dist(str(torch_device))
-
-    def say(message: str) -> None:
-        if log is not None and dist.main:
-            log({"event": "message", "message": message})
-
-    try:
+    with TrainingRun("finetune", out, folder, device=str(torch_device), resume=resume, force=force, files=MODEL_FILES,
+                     sink=log) as run:
         setup = TASKS[task](folder=folder, data=data, validation=validation, validation_split=validation_split,
-                            max_length=max_length, global_policy=global_policy, seed=config.seed, say=say, **task_options)
-        if force and dist.main:
-            clear_output(out, MODEL_FILES)
-        dist.barrier()
+                            max_length=max_length, global_policy=global_policy, seed=config.seed, say=run.say,
+                            **task_options)
+        run.clear()
         net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
-                          seed=config.seed, config_changes=setup.config_changes, say=say, continued=continued)
+                          seed=config.seed, config_changes=setup.config_changes, say=run.say, continued=continued)
         note = {"task": task, "base_model": continued.base_name if continued else base, "data": [str(d) for d in data],
                 **({"continued_from": base} if continued else {}), "adapter": adapter,
                 "lora_rank": lora_rank if adapter == "lora" else None, "max_length": setup.max_length,
@@ -265,23 +258,21 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,
                        "max_length": setup.max_length, "base": base, "lr": config.lr, "global": global_policy,
                        "autocast": config.autocast}
-        summary = train(net, setup.task, out, config, dist=dist, resume=resume, fingerprint=fingerprint, log=log,
+        summary = train(net, setup.task, out, config, dist=run.dist, resume=resume, fingerprint=fingerprint, log=log,
                         progress=progress)
-    finally:
-        dist.close()
     return {"output": str(out), "task": task, "base_model": base, **setup.note, **summary}
 
 
-# -- the tasks' set-ups (corefs': train_coref.py) ------------------------------------------------
+# -- the tasks' set-ups (corefs': coref.py) ------------------------------------------------
 def setup_qa(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy, seed: int,
              say, negatives: float = 0.5, max_eval: int | None = 1000, **_) -> Setup:
     """QA: windows of 256 tokens by default (SQuAD paragraphs mostly fit; the dense
     attention path is exact and fastest there); validation = whole held-out articles."""
     from lfcli.models import LongformerConfig
 
-    from .policies import check_policy
-    from .tasks import QATask
-    from .train_qa import QATrainTask, read_qa_records, split_by_article
+    from ..infer.policies import check_policy
+    from ..infer.tasks import QATask
+    from .qa import QATrainTask, read_qa_records, split_by_article
 
     records, problems = read_qa_records(data)
     report_skipped(problems, "training record", say)
@@ -301,14 +292,12 @@ def setup_qa(*, folder: Path, data: list[str], validation, validation_split: flo
     say(f"{plural(counts['questions'], 'training question')} -> {plural(counts['windows'], 'window')} "
         f"({counts['no_answer_windows']} without the answer, {counts['distractors']} from other paragraphs); "
         f"{plural(len(val), 'validation question')} from {plural(len({r.article for r in val}), 'held-out article')}")
-    s = Setup()
-    s.class_name, s.task, s.config_changes, s.max_length = "LongformerForQuestionAnswering", task, None, length
-    s.fingerprint = fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives])
     # Inference in windows of the training length: on held-out whole articles, 256-token
     # windows gave F1 64 where 4096-token ones gave 38 (README, Quality).
-    s.note = {"default_max_length": length, "train_questions": counts["questions"], "validation_questions": len(val),
-              "validation_articles": sorted({r.article for r in val})}
-    return s
+    note = {"default_max_length": length, "train_questions": counts["questions"], "validation_questions": len(val),
+            "validation_articles": sorted({r.article for r in val})}
+    return Setup("qa", task, None, length, fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives]),
+                 note)
 
 
 def setup_classify(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
@@ -317,9 +306,9 @@ def setup_classify(*, folder: Path, data: list[str], validation, validation_spli
     """classify: windows of up to the model's positions, validation stratified by label."""
     from lfcli.models import LongformerConfig
 
-    from .policies import check_policy
-    from .tasks import ClassifyTask
-    from .train_classify import ClassifyTrainTask, auto_class_weights, check_labels, read_labelled, stratified_split
+    from ..infer.policies import check_policy
+    from ..infer.tasks import ClassifyTask
+    from .classify import ClassifyTrainTask, auto_class_weights, check_labels, read_labelled, stratified_split
 
     if class_weights not in ("auto", "none"):
         raise UsageError(f"--class-weights {class_weights!r}: choose auto or none")
@@ -344,12 +333,9 @@ def setup_classify(*, folder: Path, data: list[str], validation, validation_spli
     per_label = {label: sum(d.label == label for d in train_docs) for label in labels}
     say(f"{plural(counts['documents'], 'training document')} {per_label} -> {plural(counts['windows'], 'window')} "
         f"of up to {length} tokens; {plural(len(val), 'validation document')}")
-    s = Setup()
-    s.class_name, s.task, s.max_length = "LongformerForSequenceClassification", trainer_task, length
-    s.config_changes = {"id2label": dict(enumerate(labels))}
-    s.fingerprint = fingerprint_of([[d.id, d.label, len(d.text)] for d in train_docs] + [class_weights, first_window_only])
-    s.note = {"labels": labels, "train_documents": counts["documents"], "validation_documents": len(val)}
-    return s
+    fingerprint = fingerprint_of([[d.id, d.label, len(d.text)] for d in train_docs] + [class_weights, first_window_only])
+    note = {"labels": labels, "train_documents": counts["documents"], "validation_documents": len(val)}
+    return Setup("classify", trainer_task, {"id2label": dict(enumerate(labels))}, length, fingerprint, note)
 
 
 # Each trained task's set-up (the tasks are LABELLED_TASKS).

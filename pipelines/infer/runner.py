@@ -20,23 +20,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from .errors import InputError, UsageError
+from ..errors import InputError, UsageError
 from .policies import TASK_DEFAULTS, check_policy
 from .precision import DTYPES, resolve_dtype
-from .progress import note
-from .readers import Document
+from ..progress import note
+from ..io.readers import Document
 from .tasks import (
     TASKS, ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
 )
 from .tokenize import DocumentTokenizer
-from .wording import plural
+from ..wording import plural
 
-HEAD_ADVICE = {
-    "classify": "Without a trained head, classify zero-shot with --labels 'label1,label2,...'",
-    "qa": "Pass -m with a question-answering checkpoint, or train one with `lfcli finetune qa`",
-    "corefs": "Pass -m with a coreference checkpoint, or train one with `lfcli finetune corefs`",
-    "embed": "",
-}
 POOLINGS = ("mean", "cls")
 # Windows shorter than this are legal but slow: a long document becomes thousands of calls.
 SHORT_WINDOW = 64
@@ -221,9 +215,9 @@ class Pipeline:
         normalize: bool | None = None,
         singletons: bool = False,
     ):
-        import torch
 
         from lfcli.models import ARCHITECTURES, MissingHead, resolve_backend
+        from lfcli.models.heads import ENCODER, architecture_of_task, head_of_task
 
         torch_device = check_options(
             task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
@@ -232,18 +226,13 @@ class Pipeline:
         )
         self.folder, tokenizer = window_tokenizer(task, model_name(task, model, labels), max_length, question)
         zero_shot = task == "classify" and labels is not None
-        class_name = "LongformerModel" if zero_shot else {
-            "classify": "LongformerForSequenceClassification",
-            "qa": "LongformerForQuestionAnswering",
-            "embed": "LongformerModel",
-            "corefs": "LongformerForCoreference",
-        }[task]
+        class_name = ENCODER if zero_shot else architecture_of_task(task)
         try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
                 self.folder, dtype=resolve_dtype(dtype, torch_device), device=torch_device
             )
         except MissingHead as exc:
-            raise InputError(f"{exc}. {HEAD_ADVICE[task]}") from None
+            raise InputError(f"{exc}. {head_of_task(task).advice}") from None
         self.model.attention_backend = attention_backend
         # The checkpoint's own backend setting, now that it is known.
         resolve_backend(attention_backend, self.model.config.attention_backend, torch_device)
