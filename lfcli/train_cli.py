@@ -40,6 +40,7 @@ BatchTokens = Annotated[int, typer.Option("--batch-tokens", help="Tokens per opt
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: qa 256, others the model's positions).")]
 Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
 LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]
+FreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="With --adapter full: keep the base's embedding tables as they are (the trained model then differs from its base in the layers and head only).")]
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seeds the split, the head's initialisation, the data order and dropout.")]
 Patience = Annotated[int, typer.Option("--patience", help="Stop after this many evaluations without a better validation score.")]
@@ -89,14 +90,14 @@ def finetune_classify(
     first_window_only: Annotated[bool, typer.Option("--first-window-only", help="Train on each document's first window only.")] = False,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, seed: Seed = 0, patience: Patience = 3,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, seed: Seed = 0, patience: Patience = 3,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
     subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."""
     _run("classify", data, output, model, validation, validation_split, epochs, max_steps, lr,
          batch_tokens, max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast,
-         force, resume, quiet, text_column=text_column, label_column=label_column, id_column=id_column,
+         force, resume, quiet, freeze_embeddings=freeze_embeddings, text_column=text_column, label_column=label_column, id_column=id_column,
          class_weights=class_weights, first_window_only=first_window_only)
 
 
@@ -108,14 +109,14 @@ def finetune_qa(
     max_eval: Annotated[int, typer.Option("--max-eval", help="Validation questions scored at each evaluation (CPU time).")] = 600,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, seed: Seed = 0, patience: Patience = 2,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, seed: Seed = 0, patience: Patience = 2,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
     text), question and answers ({text, answer_start} lists). Validation holds out whole articles."""
     _run("qa", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-         quiet, negatives=negatives, max_eval=max_eval)
+         quiet, freeze_embeddings=freeze_embeddings, negatives=negatives, max_eval=max_eval)
 
 
 @finetune_app.command("corefs")
@@ -127,17 +128,18 @@ def finetune_corefs(
     gap: Annotated[Optional[List[str]], typer.Option("--gap", help="GAP TSV files (A-coref/B-coref labels) whose rows also train the pronoun's antecedent.")] = None,
     gap_validation: Annotated[Optional[str], typer.Option("--gap-validation", help="A GAP TSV scored at each evaluation; the best model then has the best mean of CoNLL F1 and GAP F1.")] = None,
     ffnn_size: Annotated[Optional[int], typer.Option("--ffnn-size", help="Width of the coreference head's mention and antecedent layers (default 128).")] = None,
+    gap_weight: Annotated[Optional[float], typer.Option("--gap-weight", help="How much a GAP row's loss weighs against a training document's (default 0.2).")] = None,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 2048, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, seed: Seed = 0, patience: Patience = 6,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, seed: Seed = 0, patience: Patience = 6,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
     (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""
     _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-         quiet, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
-         ffnn_size=ffnn_size)
+         quiet, freeze_embeddings=freeze_embeddings, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
+         ffnn_size=ffnn_size, gap_weight=gap_weight)
 
 
 @app.command("merge")

@@ -446,3 +446,22 @@ def test_finetune_corefs_with_gap_signal_and_combined_selection(base_dir, tmp_pa
     evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"eval"' in line]
     assert evals and all(e["score"] == pytest.approx((e["conll_f1"] + e["gap_f1"]) / 2) for e in evals)
     assert json.loads((out / "config.json").read_text())["coref"]["ffnn_size"] == 16
+
+
+def test_gap_weight_sets_what_a_gap_window_weighs(base_dir, tmp_path):
+    from lfcli.pipelines.errors import UsageError
+    from lfcli.pipelines.train.coref import setup_corefs
+
+    data = conll_split(tmp_path, train=["d0"], dev=["d1"])
+    gap_train = gap_file(tmp_path / "gap-train.tsv", GAP_ROWS)
+    common = dict(folder=base_dir, data=[str(data)], validation=None, validation_split=0.1, max_length=None,
+                  global_policy=None, seed=0, say=lambda _: None, ids=str(tmp_path / "train.ids"),
+                  validation_ids=str(tmp_path / "dev.ids"), gap=[str(gap_train)])
+    default, heavier = setup_corefs(**common), setup_corefs(**common, gap_weight=0.7)
+    for setup, weight in ((default, 0.2), (heavier, 0.7)):
+        examples = setup.task.examples
+        batch = setup.task.collate(examples, list(range(len(examples))))
+        assert sorted(set(batch["weight"].tolist())) == pytest.approx(sorted({1.0, weight}))
+    assert default.fingerprint != heavier.fingerprint  # --resume with another weight is refused
+    with pytest.raises(UsageError, match="--gap-weight"):
+        setup_corefs(**common, gap_weight=0.0)

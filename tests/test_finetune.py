@@ -249,6 +249,30 @@ def test_training_goes_on_from_an_adapter_and_stays_an_adapter_over_its_base(bas
         finetune("qa", [str(data)], str(tmp_path / "third"), model=str(first), train_config=TrainConfig(**config), lora_rank=8)
 
 
+def test_full_finetuning_with_frozen_embeddings_changes_only_the_layers_and_head(base, tmp_path):
+    from lfcli.models.checkpoint import read_state_dict
+    from lfcli.pipelines.errors import UsageError
+
+    data = squad_file(tmp_path / "squad.json", copies=2)
+    out = tmp_path / "full"
+    config = TrainConfig(max_steps=3, lr=1e-2, batch_tokens=128, patience=None)
+    finetune("qa", [str(data)], str(out), model=str(base), train_config=config, adapter="full", freeze_embeddings=True,
+             max_length=64)
+    def encoder(folder):  # names without the checkpoint's encoder prefix
+        return {k.split("embeddings.", 1)[-1] if "embeddings." in k else k.split("encoder.", 1)[-1]: v
+                for k, v in read_state_dict(folder).items() if "embeddings." in k or "encoder.layer." in k}
+
+    before, after = encoder(base), encoder(out)
+    embeddings = [k for k in after if not k.startswith("layer.") and "position_ids" not in k]
+    layers = [k for k in after if k.startswith("layer.") and k in before]
+    assert embeddings and layers
+    assert all(torch.equal(after[k], before[k]) for k in embeddings)
+    assert any(not torch.equal(after[k], before[k]) for k in layers)
+    assert json.loads((out / "config.json").read_text())["lfcli"]["finetune"]["freeze_embeddings"] is True
+    with pytest.raises(UsageError, match="--freeze-embeddings goes with --adapter full"):
+        finetune("qa", [str(data)], str(tmp_path / "lora"), model=str(base), train_config=config, freeze_embeddings=True)
+
+
 def test_the_pinned_base_is_checked(base, tmp_path):
     data = squad_file(tmp_path / "squad.json", copies=2)
     out = tmp_path / "qa"

@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..errors import InputError
+from ..errors import InputError, UsageError
 from ..io.readers import Document, iter_documents
 from ..infer.tasks import CorefTask, Item, batch_tensors, predict_rows
 from ..infer.tokenize import token_span
@@ -372,11 +372,13 @@ def gap_scores_of_rows(examples, rows) -> dict:
 
 # -- the set-up finetune() calls -------------------------------------------------------------------
 def setup_corefs(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
-                 seed: int, say, ids=None, validation_ids=None, gap=None, gap_validation=None, ffnn_size=None, **_):
+                 seed: int, say, ids=None, validation_ids=None, gap=None, gap_validation=None, ffnn_size=None,
+                 gap_weight: float | None = None, **_):
     """corefs: whole documents up to the model's positions (one window for every LitBank
     document); validation = `validation` (filtered by `validation_ids`), else the documents
     of DATA listed in `validation_ids`, else a seeded `validation_split` of DATA. `gap`: GAP
-    TSV files whose rows train the pronoun's antecedent too (partial annotation);
+    TSV files whose rows train the pronoun's antecedent too (partial annotation), each
+    window's loss weighing `gap_weight` of a document's (default 0.2);
     `gap_validation`: a GAP TSV scored at each evaluation, the best model then chosen by the
     mean of CoNLL F1 and GAP F1."""
     from lfcli.models import LongformerConfig
@@ -396,6 +398,8 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
         train_docs = [d for d in docs if d.id not in held]
     else:
         train_docs, val = split_documents(docs, validation_split, seed)
+    if gap_weight is not None and not gap_weight > 0:
+        raise UsageError("--gap-weight must be positive")
     if not train_docs:
         raise InputError("no usable coreference documents in the training data")
     if not val:
@@ -407,6 +411,8 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
         coref_config["ffnn_size"] = ffnn_size
     coref = CorefTask(tok, check_policy(global_policy or "none"), singletons=True)
     task = CorefTrainTask(coref, base.pad_token_id, int(coref_config["max_span_width"]), val)
+    if gap_weight is not None:
+        task.partial_weight = gap_weight
     counts = task.build(train_docs)
     say(f"{plural(counts['documents'], 'training document')} -> {plural(counts['windows'], 'window')} of up to "
         f"{length} tokens, {plural(counts['mentions'], 'gold mention')} ({counts['too_wide']} wider than {task.width} "
@@ -425,7 +431,7 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
         say(f"{plural(len(task.gap_validation), 'GAP validation row')}: the best model has the best mean of "
             "CoNLL F1 and GAP F1")
     fingerprint = fingerprint_of([[d.id, len(d.text), sum(map(len, d.clusters))] for d in train_docs + gap_docs]
-                                 + [coref_config, len(task.gap_validation)])
+                                 + [coref_config, len(task.gap_validation), task.partial_weight])
     note = {"train_documents": counts["documents"], "validation_documents": len(val),
             "validation_ids": [d.id for d in val], "gap_training_rows": len(gap_docs),
             "gap_validation_rows": len(task.gap_validation)}

@@ -203,7 +203,7 @@ def _not_an_adapter(folder: Path) -> str:
 
 def finetune(task: str, data: list[str], output: str, *, model: str | None = None, validation: list[str] | None = None,
              validation_split: float = 0.1, adapter: str = "lora", lora_rank: int | None = None, lora_alpha: float | None = None,
-             merge: bool = False, max_length: int | None = None, global_policy: str | None = None,
+             merge: bool = False, freeze_embeddings: bool = False, max_length: int | None = None, global_policy: str | None = None,
              train_config: TrainConfig | None = None, device: str = "cpu", resume: bool = False, force: bool = False,
              log: Callable[[dict], None] | None = None, progress: bool = False, **task_options) -> dict:
     """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
@@ -218,6 +218,8 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         raise UsageError(f"unknown task {task!r}; choose one of {', '.join(LABELLED_TASKS)}")
     if adapter not in ADAPTERS:
         raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
+    if freeze_embeddings and adapter != "full":
+        raise UsageError("--freeze-embeddings goes with --adapter full (LoRA never trains the embeddings)")
     if max_length is not None and max_length < MIN_TRAIN_LENGTH:
         raise UsageError(f"--max-length must be at least {MIN_TRAIN_LENGTH} tokens for training")
     if global_policy is not None:
@@ -247,9 +249,12 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         run.clear()
         net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
                           seed=config.seed, config_changes=setup.config_changes, say=run.say, continued=continued)
+        if freeze_embeddings:  # the base's tables stay: the model differs from the base in its layers and head
+            getattr(net, type(net).base_model_prefix).embeddings.requires_grad_(False)
         note = {"task": task, "base_model": continued.base_name if continued else base, "data": [str(d) for d in data],
                 **({"continued_from": base} if continued else {}), "adapter": adapter,
                 "lora_rank": lora_rank if adapter == "lora" else None, "max_length": setup.max_length,
+                **({"freeze_embeddings": True} if freeze_embeddings else {}),
                 "train_examples": len(setup.task.examples), **setup.note}
         setup.task.save_fn = model_saver(base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
                                          merge=merge, note=note, continued=continued)
@@ -257,7 +262,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         # a --resume with other values would not end with an uninterrupted run's weights.
         fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,
                        "max_length": setup.max_length, "base": base, "lr": config.lr, "global": global_policy,
-                       "autocast": config.autocast}
+                       "autocast": config.autocast, **({"freeze_embeddings": True} if freeze_embeddings else {})}
         summary = train(net, setup.task, out, config, dist=run.dist, resume=resume, fingerprint=fingerprint, log=log,
                         progress=progress)
     return {"output": str(out), "task": task, "base_model": base, **setup.note, **summary}
