@@ -41,6 +41,7 @@ MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Lo
 Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
 LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]
 FreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="With --adapter full: keep the base's embedding tables as they are (the trained model then differs from its base in the layers and head only).")]
+Delta = Annotated[bool, typer.Option("--delta", help="With --adapter full: write the weights as fp16 differences from the base model (a fraction of a full checkpoint; with --freeze-embeddings, the layers and head only).")]
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
 Seed = Annotated[int, typer.Option("--seed", help="Seeds the split, the head's initialisation, the data order and dropout.")]
 Patience = Annotated[int, typer.Option("--patience", help="Stop after this many evaluations without a better validation score.")]
@@ -90,14 +91,14 @@ def finetune_classify(
     first_window_only: Annotated[bool, typer.Option("--first-window-only", help="Train on each document's first window only.")] = False,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, seed: Seed = 0, patience: Patience = 3,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0, patience: Patience = 3,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
     subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."""
     _run("classify", data, output, model, validation, validation_split, epochs, max_steps, lr,
          batch_tokens, max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast,
-         force, resume, quiet, freeze_embeddings=freeze_embeddings, text_column=text_column, label_column=label_column, id_column=id_column,
+         force, resume, quiet, freeze_embeddings=freeze_embeddings, delta=delta, text_column=text_column, label_column=label_column, id_column=id_column,
          class_weights=class_weights, first_window_only=first_window_only)
 
 
@@ -109,14 +110,14 @@ def finetune_qa(
     max_eval: Annotated[int, typer.Option("--max-eval", help="Validation questions scored at each evaluation (CPU time).")] = 600,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 16384, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, seed: Seed = 0, patience: Patience = 2,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0, patience: Patience = 2,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
     text), question and answers ({text, answer_start} lists). Validation holds out whole articles."""
     _run("qa", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-         quiet, freeze_embeddings=freeze_embeddings, negatives=negatives, max_eval=max_eval)
+         quiet, freeze_embeddings=freeze_embeddings, delta=delta, negatives=negatives, max_eval=max_eval)
 
 
 @finetune_app.command("corefs")
@@ -131,14 +132,14 @@ def finetune_corefs(
     gap_weight: Annotated[Optional[float], typer.Option("--gap-weight", help="How much a GAP row's loss weighs against a training document's (default 0.2).")] = None,
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None, max_steps: MaxSteps = None,
     lr: Lr = None, batch_tokens: BatchTokens = 2048, max_length: MaxLength = None, global_: Global = None,
-    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, seed: Seed = 0, patience: Patience = 6,
+    adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False, freeze_embeddings: FreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0, patience: Patience = 6,
     device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False, quiet: Quiet = False,
 ):
     """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
     (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""
     _run("corefs", data, output, model, validation, validation_split, epochs, max_steps, lr, batch_tokens,
          max_length, global_, adapter, lora_rank, merge, seed, patience, device, autocast, force, resume,
-         quiet, freeze_embeddings=freeze_embeddings, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
+         quiet, freeze_embeddings=freeze_embeddings, delta=delta, ids=ids, validation_ids=validation_ids, gap=gap, gap_validation=gap_validation,
          ffnn_size=ffnn_size, gap_weight=gap_weight)
 
 

@@ -21,6 +21,7 @@ from typing import Callable
 import torch
 
 from .config import ConfigError, LongformerConfig
+from .delta import DELTA_WEIGHTS, apply_delta, is_delta_folder, read_delta
 from .heads import HEADS
 
 ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
@@ -105,21 +106,36 @@ def _adapter_base(folder: Path, config: LongformerConfig | None) -> Path:
     return _adapter_base_resolver(folder, config)
 
 
-def adapter_state_dict(folder: Path, config: LongformerConfig, prefix: str) -> dict[str, torch.Tensor]:
-    """The base model's weights with the adapter in `folder` merged in (our names)."""
-    from .lora import merge_into_state, read_adapter
+def is_over_base(folder: Path) -> bool:
+    """A folder whose weights are changes to a base model's: a LoRA adapter or fp16 deltas."""
+    return is_adapter_folder(folder) or is_delta_folder(folder)
 
-    base = _adapter_base(folder, config)
+
+def base_state_dict(folder: Path, prefix: str) -> dict[str, torch.Tensor]:
+    """A full checkpoint folder's weights, in our names under `prefix`."""
     try:
-        base_config = LongformerConfig.from_json_file(base / "config.json")
+        config = LongformerConfig.from_json_file(folder / "config.json")
     except ConfigError as exc:
-        raise CheckpointError(f"{base}: {exc}") from None
-    state = to_model_names(read_state_dict(base), prefix, short_model=base_config.model_type != "longformer")
+        raise CheckpointError(f"{folder}: {exc}") from None
+    return to_model_names(read_state_dict(folder), prefix, short_model=config.model_type != "longformer")
+
+
+def state_dict_of(folder: Path, config: LongformerConfig, prefix: str) -> dict[str, torch.Tensor]:
+    """Any model folder's weights in our names: a full checkpoint's own; an adapter's base
+    with the adapter merged in; a delta folder's base with the differences added."""
+    if not is_over_base(folder):
+        return base_state_dict(folder, prefix)
+    state = base_state_dict(_adapter_base(folder, config), prefix)
+    kind = "adapter" if is_adapter_folder(folder) else "fp16 deltas"
     try:
-        adapter_config, tensors = read_adapter(folder)
-        return merge_into_state(state, adapter_config, tensors, prefix)
+        if is_adapter_folder(folder):
+            from .lora import merge_into_state, read_adapter
+
+            adapter_config, tensors = read_adapter(folder)
+            return merge_into_state(state, adapter_config, tensors, prefix)
+        return apply_delta(state, read_delta(folder))
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
-        raise CheckpointError(f"{folder}: cannot apply the adapter ({str(exc).splitlines()[0]})") from None
+        raise CheckpointError(f"{folder}: cannot apply the {kind} ({str(exc).splitlines()[0]})") from None
 
 
 def init_from_encoder(cls, path, config: LongformerConfig | None = None):
@@ -132,9 +148,7 @@ def init_from_encoder(cls, path, config: LongformerConfig | None = None):
     model = cls(config)
     prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
     source = LongformerConfig.from_json_file(folder / "config.json")
-    state = adapter_state_dict(folder, source, prefix) if is_adapter_folder(folder) else to_model_names(
-        read_state_dict(folder), prefix, short_model=source.model_type != "longformer"
-    )
+    state = state_dict_of(folder, source, prefix)
     encoder = {k: v for k, v in state.items() if k.startswith(prefix + "embeddings.") or k.startswith(prefix + "encoder.")}
     expected = {k for k in model.state_dict() if k.startswith(prefix + "embeddings.") or k.startswith(prefix + "encoder.")}
     missing = sorted(expected - set(encoder))
@@ -192,16 +206,16 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
         config = LongformerConfig.from_json_file(folder / "config.json")
     except ConfigError as exc:
         raise CheckpointError(f"{folder}: {exc}") from None
-    adapter = is_adapter_folder(folder)
-    if not adapter:
-        state = read_state_dict(folder)
+    over_base = is_over_base(folder)
+    if not over_base:
+        state = read_state_dict(folder)  # an unreadable file fails before the model is built
     # Build on the meta device and fill from the checkpoint: no time spent on a random
     # initialisation that the weights would overwrite anyway.
     with torch.device("meta"), _initialisation_skipped():
         model = cls(config)
     prefix = f"{cls.base_model_prefix}." if cls.base_model_prefix else ""
-    if adapter:
-        state = adapter_state_dict(folder, config, prefix)
+    if over_base:
+        state = state_dict_of(folder, config, prefix)
     else:
         state = to_model_names(state, prefix, short_model=config.model_type != "longformer")
     expected = model.state_dict()
@@ -302,6 +316,9 @@ def available_heads(path) -> list[str]:
 
         _, tensors = read_adapter(folder)
         names = [k[len("base_model.model."):] for k in tensors]
+    elif is_delta_folder(folder):
+        with safe_open(str(folder / DELTA_WEIGHTS), "pt") as f:
+            names = list(f.keys())
     elif single.exists():
         with safe_open(str(single), "pt") as f:
             names = list(f.keys())

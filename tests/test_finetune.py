@@ -273,6 +273,46 @@ def test_full_finetuning_with_frozen_embeddings_changes_only_the_layers_and_head
         finetune("qa", [str(data)], str(tmp_path / "lora"), model=str(base), train_config=config, freeze_embeddings=True)
 
 
+def test_delta_holds_only_what_changed_and_loads_as_the_full_model(base, tmp_path):
+    from lfcli.models.delta import DELTA_WEIGHTS, apply_delta, delta_of
+    from lfcli.pipelines.errors import UsageError
+    from safetensors.torch import load_file
+
+    # The format: differences of changed weights in fp16, weights the base lacks whole, nothing else.
+    torch.manual_seed(0)
+    old = {"a": torch.randn(4, 4), "b": torch.randn(3), "c": torch.randn(2)}
+    new = {"a": old["a"] + 1e-3 * torch.randn(4, 4), "b": old["b"].clone(), "c": old["c"], "head": torch.randn(5)}
+    stored = delta_of(new, old)
+    assert set(stored) == {"a", "head"} and stored["a"].dtype == torch.float16 and stored["head"].dtype == torch.float32
+    back = apply_delta(old, stored)
+    torch.testing.assert_close(back["a"], new["a"], rtol=0, atol=1e-6)
+    assert torch.equal(back["b"], old["b"]) and torch.equal(back["head"], new["head"])
+
+    # A run: the same training written whole and as deltas loads to the same model.
+    data = squad_file(tmp_path / "squad.json", copies=2)
+    config = dict(max_steps=3, lr=1e-2, batch_tokens=128, patience=None)
+    runs = {}
+    for kind in ("whole", "delta"):
+        runs[kind] = tmp_path / kind
+        finetune("qa", [str(data)], str(runs[kind]), model=str(base), train_config=TrainConfig(**config), adapter="full",
+                 freeze_embeddings=True, delta=kind == "delta", max_length=64)
+    folder = runs["delta"]
+    assert (folder / DELTA_WEIGHTS).is_file() and not (folder / "model.safetensors").exists()
+    names = load_file(str(folder / DELTA_WEIGHTS))
+    assert not any(".embeddings." in k for k in names) and any(k.startswith("qa_outputs.") for k in names)
+    assert (folder / DELTA_WEIGHTS).stat().st_size < (runs["whole"] / "model.safetensors").stat().st_size / 2
+    ids = torch.randint(5, 90, (2, 40))
+    with torch.no_grad():
+        whole = LongformerForQuestionAnswering.from_pretrained(runs["whole"])(input_ids=ids)
+        small = LongformerForQuestionAnswering.from_pretrained(folder)(input_ids=ids)
+    torch.testing.assert_close(small, whole, rtol=1e-3, atol=1e-3)
+    from lfcli import Pipeline
+
+    assert Pipeline("qa", model=str(folder)).max_length == 64  # the folder is an ordinary -m model
+    with pytest.raises(UsageError, match="--delta goes with --adapter full"):
+        finetune("qa", [str(data)], str(tmp_path / "x"), model=str(base), train_config=TrainConfig(**config), delta=True)
+
+
 def test_the_pinned_base_is_checked(base, tmp_path):
     data = squad_file(tmp_path / "squad.json", copies=2)
     out = tmp_path / "qa"

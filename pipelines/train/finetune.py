@@ -34,7 +34,8 @@ from .loop import TrainConfig, TrainingRun, train
 from ..wording import plural
 
 # What a run writes to DIR (removed by --force before a new run; nothing else there is).
-MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", *TOKENIZER_FILES)
+MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", "delta_model.safetensors",
+               *TOKENIZER_FILES)
 ADAPTERS = ("lora", "full")
 
 
@@ -77,7 +78,7 @@ def continued_adapter(folder: Path) -> ContinuedAdapter | None:
 
 def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
                 seed: int, config_changes: dict | None = None, say: Callable[[str], None] = lambda _: None,
-                continued: ContinuedAdapter | None = None):
+                continued: ContinuedAdapter | None = None, freeze_embeddings: bool = False):
     """The task model to train: the base's encoder with a new head (or the base's own head
     when it has this task's head with the same shape), wrapped for LoRA or left whole; or,
     `continued`, the adapter's base with the adapter's updates and head loaded to go on from."""
@@ -114,13 +115,32 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
         model = init_from_encoder(cls, folder, config)
     if adapter == "lora":
         add_lora(model, r=lora_rank, alpha=lora_alpha or 2.0 * lora_rank)
+    if freeze_embeddings:  # the base's tables stay: the model differs from the base in its layers and head
+        getattr(model, cls.base_model_prefix).embeddings.requires_grad_(False)
     trainable, total = trainable_parameters(model)
     say(f"{class_name} from {base}: {trainable:,} of {total:,} parameters trained ({adapter})")
     return model
 
 
+def delta_base(base: str, folder: Path) -> tuple[str, Path, str]:
+    """(name, folder, pinned sha256) of the model that --delta's differences are taken from:
+    the base of -m when -m is an adapter or a delta folder (so the bundled base, not a chain
+    of models), else -m itself."""
+    from lfcli.models.bundled import BUNDLED, base_fingerprint
+    from lfcli.models.checkpoint import is_over_base
+    from lfcli.models.registry import adapter_base, base_reference
+
+    if is_over_base(folder):
+        name, pinned = base_reference(folder)
+        root = adapter_base(folder)
+        name = name if name in BUNDLED else str(root.resolve())
+        return name, root, pinned or base_fingerprint(name, root)
+    name = base if base in BUNDLED else str(Path(base).resolve())
+    return name, folder, base_fingerprint(base, folder)
+
+
 def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None, merge: bool,
-                note: dict, continued: ContinuedAdapter | None = None) -> Callable:
+                note: dict, continued: ContinuedAdapter | None = None, delta: bool = False) -> Callable:
     """A function (model, target folder) -> None writing the model as DIR holds it."""
     from lfcli.models.bundled import BUNDLED, base_fingerprint
     from lfcli.models.lora import merge_lora, save_adapter
@@ -139,12 +159,23 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
 
         target.mkdir(parents=True, exist_ok=True)
         block = dict(model.config.extra.get("lfcli") or {})
-        for stale in ("bundled", "build", "adapter"):
+        for stale in ("bundled", "build", "adapter", "delta"):
             block.pop(stale, None)
         block["finetune"] = note
         if note.get("default_max_length"):
             block["default_max_length"] = note["default_max_length"]
-        if adapter == "lora" and not merge:
+        if delta:  # fp16 differences from the base model (models/delta.py)
+            from lfcli.models.checkpoint import base_state_dict
+            from lfcli.models.delta import write_delta
+
+            name, root, pinned = delta_base(base, folder)
+            block["delta"] = {"base": name, "base_sha256": pinned}
+            model.config.extra["lfcli"] = block
+            model.config.extra["architectures"] = [type(model).__name__]
+            model.config.to_json_file(target / "config.json")
+            prefix = f"{type(model).base_model_prefix}." if type(model).base_model_prefix else ""
+            write_delta(model.state_dict(), base_state_dict(root, prefix), target)
+        elif adapter == "lora" and not merge:
             block["adapter"] = {"base": base_name, "base_sha256": pin}
             model.config.extra["lfcli"] = block
             model.config.extra["architectures"] = [type(model).__name__]
@@ -203,7 +234,7 @@ def _not_an_adapter(folder: Path) -> str:
 
 def finetune(task: str, data: list[str], output: str, *, model: str | None = None, validation: list[str] | None = None,
              validation_split: float = 0.1, adapter: str = "lora", lora_rank: int | None = None, lora_alpha: float | None = None,
-             merge: bool = False, freeze_embeddings: bool = False, max_length: int | None = None, global_policy: str | None = None,
+             merge: bool = False, freeze_embeddings: bool = False, delta: bool = False, max_length: int | None = None, global_policy: str | None = None,
              train_config: TrainConfig | None = None, device: str = "cpu", resume: bool = False, force: bool = False,
              log: Callable[[dict], None] | None = None, progress: bool = False, **task_options) -> dict:
     """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
@@ -220,6 +251,8 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
     if freeze_embeddings and adapter != "full":
         raise UsageError("--freeze-embeddings goes with --adapter full (LoRA never trains the embeddings)")
+    if delta and (adapter != "full" or merge):
+        raise UsageError("--delta goes with --adapter full (an adapter is already small; --merge writes it whole)")
     if max_length is not None and max_length < MIN_TRAIN_LENGTH:
         raise UsageError(f"--max-length must be at least {MIN_TRAIN_LENGTH} tokens for training")
     if global_policy is not None:
@@ -248,16 +281,15 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
                             **task_options)
         run.clear()
         net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
-                          seed=config.seed, config_changes=setup.config_changes, say=run.say, continued=continued)
-        if freeze_embeddings:  # the base's tables stay: the model differs from the base in its layers and head
-            getattr(net, type(net).base_model_prefix).embeddings.requires_grad_(False)
+                          seed=config.seed, config_changes=setup.config_changes, say=run.say, continued=continued,
+                          freeze_embeddings=freeze_embeddings)
         note = {"task": task, "base_model": continued.base_name if continued else base, "data": [str(d) for d in data],
                 **({"continued_from": base} if continued else {}), "adapter": adapter,
                 "lora_rank": lora_rank if adapter == "lora" else None, "max_length": setup.max_length,
                 **({"freeze_embeddings": True} if freeze_embeddings else {}),
                 "train_examples": len(setup.task.examples), **setup.note}
         setup.task.save_fn = model_saver(base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
-                                         merge=merge, note=note, continued=continued)
+                                         merge=merge, note=note, continued=continued, delta=delta)
         # What shapes the weights (the trainer adds seed, batch sizes, processes, examples, steps):
         # a --resume with other values would not end with an uninterrupted run's weights.
         fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,
