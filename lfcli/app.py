@@ -9,6 +9,7 @@ register their commands on `app` from here. Nothing heavy is imported until a co
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -159,3 +160,22 @@ def guarded(command):
             fail(f"internal error: {type(exc).__name__}: {exc} (set LFCLI_DEBUG=1 for a traceback)", 1)
 
     return run
+
+
+def options_after(shared):
+    """A decorator: the command gets `shared`'s parameters (options declared once for a family
+    of commands) after its own, in that order in --help, and their values as one dict, its
+    keyword `options`."""
+    def decorate(command):
+        own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"]
+        common = list(inspect.signature(shared, eval_str=True).parameters.values())
+
+        @functools.wraps(command)
+        def run(**kwargs):  # typer passes every parameter by name
+            options = {p.name: kwargs.pop(p.name) for p in common}
+            return command(**kwargs, options=options)
+
+        run.__signature__ = inspect.Signature(own + common)  # what typer reads the command's options from
+        return run
+
+    return decorate

@@ -6,8 +6,6 @@ a typo fails at once; `--engine ray` hands the same job to pipelines/infer/ray_e
 
 from __future__ import annotations
 
-import functools
-import inspect
 from pathlib import Path
 from typing import Optional
 
@@ -17,7 +15,7 @@ from typing_extensions import Annotated
 from .app import (
     Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
     IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
-    TextColumn, Workers, app, guarded,
+    TextColumn, Workers, app, guarded, options_after,
 )
 
 
@@ -136,19 +134,8 @@ def _shared_options(
     """The options every task command takes after its own, declared once (see job_options)."""
 
 
-def job_options(command):
-    """`command` with _shared_options' parameters after its own (in that order in --help);
-    it gets their values as one dict, its keyword `options`."""
-    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "options"]
-    shared = list(inspect.signature(_shared_options, eval_str=True).parameters.values())
-
-    @functools.wraps(command)
-    def run(**kwargs):  # typer passes every parameter by name
-        options = {p.name: kwargs.pop(p.name) for p in shared}
-        return command(**kwargs, options=options)
-
-    run.__signature__ = inspect.Signature(own + shared)  # what typer reads the command's options from
-    return run
+# The task commands' decorator: _shared_options' parameters after the command's own.
+job_options = options_after(_shared_options)
 
 
 def _parse_labels(labels: str | None, labels_file: str | None) -> list[tuple[str, str]] | None:
