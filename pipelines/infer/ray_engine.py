@@ -7,7 +7,7 @@ A Parquet dataset (files, folders, globs) flows through Ray Data:
 * The task code is the local engine's: each actor builds one `runner.Pipeline` (the model loads
   once per actor) and runs `Pipeline.run` on its batches, so windows, token-budget packing,
   global attention and error rows are the same code. Documents are made from Parquet rows by
-  `readers.parquet_row_document`, the local reader's own function, so ids and per-row errors
+  `parquet_reader.parquet_row_document`, the local reader's own function, so ids and per-row errors
   are the same too.
 * Ray reads row groups itself rather than through `ray.data.read_parquet`: a row's id, when the
   data has no id column, is its row number in its file, which read_parquet's parallel blocks do
@@ -46,7 +46,9 @@ from typing import Any, Iterator
 from ..errors import InputError, LfcliError, UsageError
 from ..io.jobs import check_same_job, job_record
 from ..progress import note
-from ..io.readers import ENCODING_ERRORS, Document, ReadOptions, detect_format, parquet_plan, parquet_row_document, walk_folder
+from ..io.inputs import ReadOptions
+from ..io.parquet_reader import parquet_plan, parquet_row_document
+from ..io.readers import ENCODING_ERRORS, Document, detect_format, walk_folder
 from .runner import Stats, check_options, check_questions, model_name
 from ..wording import plural
 
@@ -293,7 +295,7 @@ class TaskActor:
         import torch
 
         from .runner import Pipeline
-        from ..io.writers import normalize_schema
+        from ..io.parquet_writer import normalize_schema
 
         torch.set_num_threads(max(1, threads))
         # The tally actor comes by name: an actor handle among the constructor's arguments

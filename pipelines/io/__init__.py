@@ -1,4 +1,6 @@
-"""Documents and their files: readers.py (files, folders, JSONL, Parquet, stdin), semeval.py
-(SemEval articles XML), conll.py (CoNLL-2012 coreference), writers.py (JSONL, JSON, Parquet
-outputs and --resume), jobs.py (the record of the job that made an output), document.py.
+"""Documents and their files: readers.py (iter_documents: files, folders, text, stdin) with
+jsonl_reader.py and parquet_reader.py over inputs.py (what the readers share), semeval.py
+(SemEval articles XML), conll.py (CoNLL-2012 coreference), writers.py (open_writer: JSONL and
+JSON outputs and --resume) with parquet_writer.py over outputs.py (what the writers share),
+jobs.py (the record of the job that made an output), document.py.
 Imports nothing of the other rooms."""

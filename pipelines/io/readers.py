@@ -5,11 +5,9 @@ Input kinds (``input_format="auto"`` picks by extension, case-insensitive):
 * a plain file (``.txt``, ``.md``, anything else): one document, the whole file
   decoded as UTF-8 (a leading BOM is dropped);
 * ``.jsonl`` / ``.ndjson``: one document per non-blank line, a JSON object whose
-  ``text_column`` field holds the text;
-* ``.parquet`` / ``.pq``: one document per row, read one row group at a time
-  with ``ParquetFile.iter_batches`` in small batches of only the needed columns,
-  so a huge file is never loaded whole (memory ~ one row group of the text, id
-  and field columns: the Arrow reader decodes a column chunk at once);
+  ``text_column`` field holds the text (jsonl_reader.py);
+* ``.parquet`` / ``.pq``: one document per row, streamed a small batch of only the
+  needed columns at a time, so a huge file is never loaded whole (parquet_reader.py);
 * a folder: walked recursively in sorted (code point) order per directory,
   hidden files and folders (names starting with ``.``) skipped, symlinked
   folders followed once (loops are cut); ``glob`` filters the files: a pattern
@@ -51,9 +49,8 @@ object or lacks the text field, a null or non-string value). Problems with a
 whole input raise :class:`~lfcli.pipelines.errors.InputError` (missing or
 unreadable path, a folder without matching files, an unreadable/corrupt Parquet
 file, a missing or non-string text column, a missing requested id column; a JSONL
-input none of whose first ``JSONL_CHECK_LINES`` non-blank lines is a JSON object, or
-none of whose first records has the text field, or the requested id field, as
-Parquet refuses a file without the column, naming the fields it saw).
+input whose first ``JSONL_CHECK_LINES`` non-blank lines hold no JSON object, or no
+record with the text field or the requested id field: see jsonl_reader.py).
 Directly given inputs are checked when :func:`iter_documents` is called, before
 the first document is produced; files found inside folders when reached.
 
@@ -70,15 +67,23 @@ import io
 import itertools
 import json
 import os
-import re
 import sys
-from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .document import Document
+from .inputs import ReadOptions, decode, is_blank
+from .jsonl_reader import (
+    JSONL_CHECK_LINES,
+    check_jsonl_file,
+    check_jsonl_head,
+    head_fields,
+    jsonl_documents,
+    jsonl_file_documents,
+    jsonl_head,
+)
+from .parquet_reader import PARQUET_BATCH_ROWS, parquet_documents, parquet_plan
 from ..errors import InputError, UsageError
 from ..progress import note
-from ..wording import json_error, plural
 
 __all__ = [
     "Document",
@@ -94,32 +99,10 @@ __all__ = [
 INPUT_FORMATS = ("auto", "text", "jsonl", "parquet")
 ENCODING_ERRORS = ("strict", "replace")
 
-#: rows per Parquet read batch; long documents make rows big, so keep it small.
-PARQUET_BATCH_ROWS = 64
-#: non-blank lines of a JSONL input checked up front for the text (and id) field.
-JSONL_CHECK_LINES = 20
-
 _JSONL_EXTS = (".jsonl", ".ndjson")
 _PARQUET_EXTS = (".parquet", ".pq")
 _STDIN_ID = "-"
 _STDIN_LABEL = "<stdin>"
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """How iter_documents reads (its keyword options); the Ray engine reads Parquet with the same."""
-
-    text_column: str
-    id_column: str | None
-    glob: str | None
-    encoding_errors: str
-    fields: tuple[str, ...]
-    input_format: str
-
-    @property
-    def id_key(self) -> str:
-        return self.id_column if self.id_column is not None else "id"
 
 
 def detect_format(path: str, input_format: str = "auto") -> str:
@@ -221,10 +204,10 @@ def _prepare(path: str, opts: ReadOptions, multi: bool) -> Iterator[Document]:
     fmt = detect_format(path, opts.input_format)
     if fmt == "parquet":
         plan = parquet_plan(path, path, opts)  # checks the schema now
-        return _parquet_documents(path, path, path if multi else None, opts, plan)
+        return parquet_documents(path, path, path if multi else None, opts, plan)
     if fmt == "jsonl":
-        _check_jsonl_file(path, path, opts)
-        return _jsonl_file_documents(path, path, path if multi else None, opts)
+        check_jsonl_file(path, path, opts)
+        return jsonl_file_documents(path, path, path if multi else None, opts)
     from .semeval import is_articles_file, iter_articles
 
     if opts.input_format == "auto" and is_articles_file(path):  # SemEval-2019 hyperpartisan articles
@@ -238,10 +221,10 @@ def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts
         fmt = detect_format(full, opts.input_format)
         if fmt == "parquet":
             plan = parquet_plan(full, full, opts)
-            yield from _parquet_documents(full, full, file_id, opts, plan)
+            yield from parquet_documents(full, full, file_id, opts, plan)
         elif fmt == "jsonl":
-            _check_jsonl_file(full, full, opts)
-            yield from _jsonl_file_documents(full, full, file_id, opts)
+            check_jsonl_file(full, full, opts)
+            yield from jsonl_file_documents(full, full, file_id, opts)
         else:
             yield from _text_file_documents(full, full, file_id, opts)
 
@@ -301,28 +284,9 @@ def _glob_matcher(pattern: str | None) -> Callable[[str, str], bool]:
 # plain text
 
 
-def _decode(data: bytes, label: str, errors: str, where: str = "") -> tuple[str | None, str | None]:
-    """Decode UTF-8 ``data``; return ``(text, None)`` or ``(None, one-line error)``."""
-    skip = 0
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8):]
-        skip = len(codecs.BOM_UTF8)
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        if errors == "replace":
-            return data.decode("utf-8", "replace"), None
-        bad = data[exc.start]
-        return None, f"{label}: {where}invalid UTF-8 at byte offset {exc.start + skip} (byte 0x{bad:02x})"
-
-
-def _is_blank(text: str) -> bool:
-    return not text or text.isspace()
-
-
 def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions) -> Document:
-    text, error = _decode(data, label, opts.encoding_errors)
-    if error is None and _is_blank(text):
+    text, error = decode(data, label, opts.encoding_errors)
+    if error is None and is_blank(text):
         error = f"{label}: empty document"
     if error is not None:
         return Document(id=doc_id, text=None, error=error)
@@ -353,9 +317,9 @@ def _stdin_documents(opts: ReadOptions, multi: bool) -> Iterator[Document]:
     if opts.input_format == "jsonl":
         lines = binary if binary is not None else (line.encode("utf-8", "surrogateescape") for line in stream)
         lines = iter(lines)
-        head = _jsonl_head(lines)
-        _check_jsonl_head(head, _STDIN_LABEL, opts)
-        return _jsonl_documents(itertools.chain(head, lines), _STDIN_LABEL, prefix, opts)
+        head = jsonl_head(lines)
+        check_jsonl_head(head, _STDIN_LABEL, opts)
+        return jsonl_documents(itertools.chain(head, lines), _STDIN_LABEL, prefix, opts)
     if binary is not None:
         data = binary.read()
     else:  # a text-only stream (already decoded)
@@ -363,9 +327,9 @@ def _stdin_documents(opts: ReadOptions, multi: bool) -> Iterator[Document]:
     if opts.input_format == "auto" and _is_jsonl(data):
         note("standard input is JSONL (every line a JSON object): one document per record; "
              "--input-format text reads it as one document")
-        head = _jsonl_head(io.BytesIO(data))
-        _check_jsonl_head(head, _STDIN_LABEL, opts)
-        return _jsonl_documents(io.BytesIO(data), _STDIN_LABEL, prefix, opts)
+        head = jsonl_head(io.BytesIO(data))
+        check_jsonl_head(head, _STDIN_LABEL, opts)
+        return jsonl_documents(io.BytesIO(data), _STDIN_LABEL, prefix, opts)
     return iter([_text_document(_STDIN_ID, data, _STDIN_LABEL, opts)])
 
 
@@ -389,112 +353,7 @@ def _is_jsonl(data: bytes) -> bool:
 
 
 # ---------------------------------------------------------------------------
-# JSONL
-
-
-def id_str(value) -> str:
-    """A record's id as the text rows carry (the writers compare --resume ids the same way)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _type_name(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, (bytes, bytearray)):
-        return "binary"
-    return f"a {type(value).__name__}"
-
-
-def _check_text(value, label: str, where: str, opts: ReadOptions) -> tuple[str | None, str | None]:
-    """Validate a record's text value; return ``(text, None)`` or ``(None, error)``."""
-    col = opts.text_column
-    if value is None:
-        return None, f"{label}: {where}'{col}' is null"
-    if isinstance(value, (bytes, bytearray)):
-        text, error = _decode(bytes(value), label, opts.encoding_errors, f"{where}'{col}': ")
-        if error is not None:
-            return None, error
-        value = text
-    if not isinstance(value, str):
-        return None, f"{label}: {where}'{col}' is {_type_name(value)}, not a string"
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:  # a lone surrogate from a JSON \ud800 escape
-        if opts.encoding_errors == "replace":
-            value = _SURROGATE.sub("\ufffd", value)
-        else:
-            return None, f"{label}: {where}'{col}' has an unpaired surrogate at character {exc.start} (not valid Unicode)"
-    if _is_blank(value):
-        return None, f"{label}: {where}empty document"
-    return value, None
-
-
-def _jsonl_head(lines: Iterator[bytes]) -> list[bytes]:
-    """The lines of `lines` up to its JSONL_CHECK_LINES-th non-blank one (consumed)."""
-    head: list[bytes] = []
-    filled = 0
-    for raw in lines:
-        head.append(raw)
-        filled += bool(raw.strip())
-        if filled == JSONL_CHECK_LINES:
-            break
-    return head
-
-
-def _head_fields(lines: list[bytes]) -> tuple[int, dict[str, None]]:
-    """(JSON objects among `lines`, their field names in order of appearance)."""
-    fields: dict[str, None] = {}
-    records = 0
-    for raw in lines:
-        try:
-            record = json.loads(raw.decode("utf-8-sig", "replace"))
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(record, dict):
-            records += 1
-            fields.update(dict.fromkeys(record))
-    return records, fields
-
-
-def _check_jsonl_head(head: list[bytes], label: str, opts: ReadOptions) -> None:
-    """Refuse a JSONL input whose first lines hold no JSON object, or whose first records all
-    lack the text field (or the requested id field): each row would be an error."""
-    lines = [raw for raw in head if raw.strip()]
-    if not lines:
-        return
-    records, fields = _head_fields(lines)
-    if not records:
-        raise InputError(f"{label}: not JSONL: no JSON object in its first {plural(len(lines), 'line')}")
-    names = ", ".join(list(fields)[:20]) or "none"
-    if opts.text_column not in fields:
-        raise InputError(f"{label}: no '{opts.text_column}' field in its first {plural(records, 'record')} (fields: {names}); "
-                         "pass --text-column")
-    if opts.id_column is not None and opts.id_column not in fields:
-        raise InputError(f"{label}: no '{opts.id_column}' id field in its first {plural(records, 'record')} (fields: {names})")
-
-
-def _check_jsonl_file(path: str, label: str, opts: ReadOptions) -> None:
-    try:
-        with open(path, "rb") as fh:
-            head = _jsonl_head(fh)
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
-    _check_jsonl_head(head, label, opts)
+# which inputs carry a field
 
 
 def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = None, input_format: str = "auto") -> bool:
@@ -511,7 +370,7 @@ def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = No
                 return name in pq.read_schema(path).names
             if fmt == "jsonl":
                 with open(path, "rb") as fh:
-                    return name in _head_fields([raw for raw in _jsonl_head(fh) if raw.strip()])[1]
+                    return name in head_fields([raw for raw in jsonl_head(fh) if raw.strip()])[1]
         except (OSError, ValueError, ImportError):
             return True
         return False
@@ -526,212 +385,3 @@ def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = No
         elif not os.path.isfile(path) or file_has(path):
             return True
     return False
-
-
-def _jsonl_file_documents(path: str, label: str, prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
-    with fh:
-        yield from _jsonl_documents(fh, label, prefix, opts)
-
-
-def _jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
-    """One Document per non-blank line; ids are the id field or the record number."""
-
-    def make_id(base: str) -> str:
-        return f"{prefix}:{base}" if prefix is not None else base
-
-    offset = 0
-    row = 0
-    id_key = opts.id_key
-    for lineno, raw in enumerate(lines, start=1):
-        start = offset
-        offset += len(raw)
-        if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8):]
-            start += len(codecs.BOM_UTF8)
-        if not raw.strip():
-            continue
-        number = row
-        row += 1
-        where = f"line {lineno}: "
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if opts.encoding_errors == "replace":
-                line = raw.decode("utf-8", "replace")
-            else:
-                yield Document(
-                    id=make_id(str(number)),
-                    text=None,
-                    error=f"{label}: {where}invalid UTF-8 at byte offset {start + exc.start} (byte 0x{raw[exc.start]:02x})",
-                )
-                continue
-        try:
-            record = json.loads(line)
-        except ValueError as exc:  # JSONDecodeError, or a number too large
-            problem = json_error(exc) if isinstance(exc, json.JSONDecodeError) else str(exc)
-            yield Document(id=make_id(str(number)), text=None, error=f"{label}: {where}invalid JSON ({problem})")
-            continue
-        except RecursionError:
-            yield Document(id=make_id(str(number)), text=None, error=f"{label}: {where}invalid JSON (nested too deeply)")
-            continue
-        if not isinstance(record, dict):
-            yield Document(
-                id=make_id(str(number)),
-                text=None,
-                error=f"{label}: {where}expected a JSON object, got {_type_name(record)}",
-            )
-            continue
-        extra = {name: record[name] for name in opts.fields if name in record}
-        id_value = record.get(id_key)
-        if id_value is None:
-            if opts.id_column is not None:
-                yield Document(
-                    id=make_id(str(number)),
-                    text=None,
-                    error=f"{label}: {where}no '{id_key}' id field",
-                    fields=extra,
-                )
-                continue
-            base = str(number)
-        else:
-            base = id_str(id_value)
-        doc_id = make_id(base)
-        if opts.text_column not in record:
-            names = ", ".join(list(record)[:20]) or "none"
-            yield Document(
-                id=doc_id,
-                text=None,
-                error=f"{label}: {where}no '{opts.text_column}' field (fields: {names})",
-                fields=extra,
-            )
-            continue
-        text, error = _check_text(record[opts.text_column], label, where, opts)
-        yield Document(id=doc_id, text=text, error=error, fields=extra)
-
-
-# ---------------------------------------------------------------------------
-# Parquet
-
-
-@dataclass(frozen=True)
-class ParquetPlan:
-    """What a Parquet file is read by, checked from its footer (parquet_plan)."""
-
-    columns: tuple[str, ...]  # what iter_batches reads
-    id_column: str | None
-    field_columns: tuple[str, ...]
-
-
-def _arrow():
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    return pa, pq
-
-
-def _exc_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return "".join(c if c.isprintable() else "?" for c in text.splitlines()[0])
-
-
-def _open_parquet(path: str, label: str):
-    pa, pq = _arrow()
-    try:
-        return pq.ParquetFile(path, pre_buffer=False)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        raise InputError(f"{label}: not a readable Parquet file ({_exc_line(exc)})") from None
-
-
-def _text_type_ok(pa, typ) -> bool:
-    t = pa.types
-    if pa.types.is_dictionary(typ):
-        typ = typ.value_type
-    checks = [t.is_string, t.is_large_string, t.is_binary, t.is_large_binary, t.is_null]
-    for name in ("is_string_view", "is_binary_view"):
-        if hasattr(t, name):
-            checks.append(getattr(t, name))
-    return any(check(typ) for check in checks)
-
-
-def parquet_plan(path: str, label: str, opts: ReadOptions) -> ParquetPlan:
-    """Open the file's footer and check the columns (raises InputError)."""
-    pa, _ = _arrow()
-    pf = _open_parquet(path, label)
-    try:
-        try:
-            schema = pf.schema_arrow
-        except (pa.ArrowException, ValueError) as exc:
-            raise InputError(f"{label}: unsupported Parquet schema ({_exc_line(exc)})") from None
-        names = list(schema.names)
-        listing = ", ".join(names) if names else "none"
-        col = opts.text_column
-        if col not in names:
-            raise InputError(f"{label}: no column '{col}' (columns: {listing})")
-        typ = schema.field(col).type
-        if not _text_type_ok(pa, typ):
-            raise InputError(f"{label}: column '{col}' has type {typ}, not string")
-        if opts.id_column is not None:
-            if opts.id_column not in names:
-                raise InputError(f"{label}: no id column '{opts.id_column}' (columns: {listing})")
-            id_col = opts.id_column
-        else:
-            id_col = "id" if "id" in names and "id" != col else None
-        field_cols = tuple(name for name in opts.fields if name in names)
-        columns = tuple(dict.fromkeys([col, *([id_col] if id_col else []), *field_cols]))
-        return ParquetPlan(columns=columns, id_column=id_col, field_columns=field_cols)
-    finally:
-        pf.close()
-
-
-def _parquet_documents(
-    path: str, label: str, prefix: str | None, opts: ReadOptions, plan: ParquetPlan
-) -> Iterator[Document]:
-    pa, _ = _arrow()
-    pf = _open_parquet(path, label)
-    try:
-        row = 0
-        for group in range(pf.num_row_groups):
-            # One row group at a time (pre-buffering off): ParquetFile.iter_batches over the
-            # whole file would pre-buffer every row group's column chunks up front.
-            batches = pf.iter_batches(
-                batch_size=PARQUET_BATCH_ROWS, row_groups=[group], columns=list(plan.columns), use_threads=False
-            )
-            while True:
-                try:
-                    batch = next(batches, None)
-                except (pa.ArrowException, OSError, ValueError) as exc:
-                    raise InputError(f"{label}: corrupt Parquet data near row {row} ({_exc_line(exc)})") from None
-                if batch is None:
-                    break
-                texts = batch.column(opts.text_column).to_pylist()
-                ids = batch.column(plan.id_column).to_pylist() if plan.id_column else None
-                extras = {name: batch.column(name).to_pylist() for name in plan.field_columns}
-                del batch
-                for i, value in enumerate(texts):
-                    yield parquet_row_document(
-                        value, ids[i] if ids is not None else None, row + i, label, prefix, opts,
-                        {name: values[i] for name, values in extras.items()},
-                    )
-                row += len(texts)
-    finally:
-        pf.close()
-
-
-def parquet_row_document(
-    value, id_value, number: int, label: str, prefix: str | None, opts: ReadOptions, fields: dict
-) -> Document:
-    """Row `number` of a Parquet file as a Document: the id (the id column's value, else the
-    row number, after `prefix:`) and the checked text or a one-line error. The Ray engine
-    (ray_engine.py) makes its documents with this too, so both engines give the same rows."""
-    doc_id = str(number) if id_value is None else id_str(id_value)
-    doc_id = f"{prefix}:{doc_id}" if prefix is not None else doc_id
-    where = f"row {number}: "
-    if id_value is None and opts.id_column is not None:
-        text, error = None, f"{label}: {where}id column '{opts.id_column}' is null"
-    else:
-        text, error = _check_text(value, label, where, opts)
-    return Document(id=doc_id, text=text, error=error, fields=fields)

@@ -1,0 +1,100 @@
+"""What every reader shares (readers.py, jsonl_reader.py, parquet_reader.py, and the Ray
+engine through them): ReadOptions, iter_documents' options; UTF-8 decoding and the check that
+turns a record's bad text value into a one-line error; id_str, a record's id as rows carry it
+(the writers compare --resume ids with it too)."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How iter_documents reads (its keyword options); the Ray engine reads Parquet with the same."""
+
+    text_column: str
+    id_column: str | None
+    glob: str | None
+    encoding_errors: str
+    fields: tuple[str, ...]
+    input_format: str
+
+    @property
+    def id_key(self) -> str:
+        return self.id_column if self.id_column is not None else "id"
+
+
+def decode(data: bytes, label: str, errors: str, where: str = "") -> tuple[str | None, str | None]:
+    """Decode UTF-8 ``data``; return ``(text, None)`` or ``(None, one-line error)``."""
+    skip = 0
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+        skip = len(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        if errors == "replace":
+            return data.decode("utf-8", "replace"), None
+        bad = data[exc.start]
+        return None, f"{label}: {where}invalid UTF-8 at byte offset {exc.start + skip} (byte 0x{bad:02x})"
+
+
+def is_blank(text: str) -> bool:
+    return not text or text.isspace()
+
+
+def id_str(value) -> str:
+    """A record's id as the text rows carry (the writers compare --resume ids the same way)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def type_name(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    return f"a {type(value).__name__}"
+
+
+def check_text(value, label: str, where: str, opts: ReadOptions) -> tuple[str | None, str | None]:
+    """Validate a record's text value; return ``(text, None)`` or ``(None, error)``."""
+    col = opts.text_column
+    if value is None:
+        return None, f"{label}: {where}'{col}' is null"
+    if isinstance(value, (bytes, bytearray)):
+        text, error = decode(bytes(value), label, opts.encoding_errors, f"{where}'{col}': ")
+        if error is not None:
+            return None, error
+        value = text
+    if not isinstance(value, str):
+        return None, f"{label}: {where}'{col}' is {type_name(value)}, not a string"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate from a JSON \ud800 escape
+        if opts.encoding_errors == "replace":
+            value = _SURROGATE.sub("\ufffd", value)
+        else:
+            return None, f"{label}: {where}'{col}' has an unpaired surrogate at character {exc.start} (not valid Unicode)"
+    if is_blank(value):
+        return None, f"{label}: {where}empty document"
+    return value, None
