@@ -16,6 +16,7 @@ repository:
 
     lfcli/data/models/minilm-l6-long-squad/metrics.jsonl  -> benchmarks/results/qa_training.png
     benchmarks/results/coref_training_metrics.jsonl       -> benchmarks/results/coref_training.png
+    benchmarks/results/coref_stage2_metrics.jsonl         -> benchmarks/results/coref_stage2_training.png
 
 Needs matplotlib (`pip install -e '.[dev]'` or `pip install matplotlib`).
 """
@@ -33,10 +34,13 @@ BUNDLED_CURVES = [
     (ROOT / "lfcli" / "data" / "models" / "minilm-l6-long-squad" / "metrics.jsonl", RESULTS / "qa_training.png",
      "minilm-l6-long-squad: lfcli finetune qa (SQuAD)"),
     (RESULTS / "coref_training_metrics.jsonl", RESULTS / "coref_training.png",
-     "minilm-l6-long-litbank-coref: lfcli finetune corefs (LitBank fold 0)"),
+     "minilm-l6-long-litbank-coref, stage 1: lfcli finetune corefs (LitBank fold 0)"),
+    (RESULTS / "coref_stage2_metrics.jsonl", RESULTS / "coref_stage2_training.png",
+     "minilm-l6-long-litbank-coref, stage 2: LitBank + GAP rows, from stage 1"),
 ]
 # What the `score` of each task's evaluations is, for the axis label.
 SCORE_LABELS = [
+    ("gap_f1", "validation: mean of CoNLL F1 and GAP F1"),  # corefs with --gap-validation
     ("conll_f1", "validation CoNLL F1"),
     ("exact_match", "validation F1 (SQuAD)"),
     ("macro_f1", "validation macro-F1"),
