@@ -65,3 +65,7 @@ def test_train_speed_one_mode_without_transformers(tmp_path):
     (r,) = res["results"]
     assert r["mode"] == "lora" and "transformers_s" not in r and "update_s" not in r
     assert r["lfcli_x_roof"] > 0 and res["same_function"] == {}
+
+
+def test_each_dtype_is_judged_against_its_own_target():
+    assert train_speed.target_of("bf16") == 5.0 and train_speed.target_of("fp32") == 1.5

@@ -387,6 +387,27 @@ def read_corpus(corpus, read: dict, folder: Path, config, seq_len: int, say) -> 
     return vocab, pieces, counts
 
 
+def pretrain_config(*, lr: float, max_steps: int, warmup_steps: int | None, batch_size: int, grad_accum: int,
+                    weight_decay: float, max_grad_norm: float | None, save_every: int | None, seed: int,
+                    autocast: str) -> TrainConfig:
+    """The loop's settings for the paper's recipe: power-3 decay after a warm-up of 6% of the
+    updates (at most 500), AdamW betas (0.9, 0.98) and eps 1e-6, fixed batches, an evaluation
+    and a resume state every `save_every` updates (0 or None: at the end only), checked."""
+    if save_every is not None and save_every < 0:
+        raise UsageError("--save-every must be >= 0 (0: at the end only)")
+    save_every = save_every or max_steps
+    if warmup_steps is None:
+        warmup_steps = min(MAX_DEFAULT_WARMUP, int(WARMUP_SHARE * max_steps))
+    config = TrainConfig(
+        lr=lr, max_steps=max_steps, warmup_steps=warmup_steps, decay_power=3.0, batch_size=batch_size,
+        grad_accum=grad_accum, weight_decay=weight_decay, betas=(0.9, 0.98), eps=1e-6, max_grad_norm=max_grad_norm,
+        eval_every=save_every, eval_before=True, patience=None, save_every=save_every, seed=seed, autocast=autocast,
+        log_every=1,
+    )
+    config.check()
+    return config
+
+
 def pretrain_continue(
     corpus: Seq[str] | str,
     model: str,
@@ -432,22 +453,15 @@ def pretrain_continue(
     stderr when it is a terminal. Returns the run's summary: the trainer's, plus the MLM
     figures; "eval_loss_after" is the held-out loss of the model kept in OUTPUT/.
     """
-    save_every = save_every or max_steps
-    if warmup_steps is None:
-        warmup_steps = min(MAX_DEFAULT_WARMUP, int(WARMUP_SHARE * max_steps))
-    config = TrainConfig(
-        lr=lr, max_steps=max_steps, warmup_steps=warmup_steps, decay_power=3.0, batch_size=batch_size,
-        grad_accum=grad_accum, weight_decay=weight_decay, betas=(0.9, 0.98), eps=1e-6, max_grad_norm=max_grad_norm,
-        eval_every=save_every, eval_before=True, patience=None, save_every=save_every, seed=seed, autocast=autocast,
-        log_every=1,
-    )
-    config.check()  # every option before anything is read or written
+    config = pretrain_config(lr=lr, max_steps=max_steps, warmup_steps=warmup_steps, batch_size=batch_size,
+                             grad_accum=grad_accum, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
+                             save_every=save_every, seed=seed, autocast=autocast)
+    save_every = config.save_every
+    # Every option before anything is read or written.
     if not 0 < mask_prob < 1:
         raise UsageError("--mask-prob must be between 0 and 1")
     if not 0 <= eval_fraction < 1:
         raise UsageError("--eval-fraction must be in [0, 1)")
-    if save_every < 0:
-        raise UsageError("--save-every must be >= 0 (0: at the end only)")
     if max_eval_sequences is not None and max_eval_sequences < 1:
         raise UsageError("--max-eval-sequences must be at least 1")
     if max_length is not None and max_length < 8:
@@ -514,20 +528,29 @@ def pretrain_continue(
         summary = train(mlm, task, out, config, dist=dist, resume=resume, fingerprint=fingerprint, log=relay,
                         progress=progress)
 
+    result = mlm_summary(summary, out, model, head, seq_len, run.dist.world, len(train_pieces), len(heldout), split_how)
+    say(
+        f"done: {plural(result['steps'], 'update')}, {plural(result['tokens'], 'token')}"
+        + (f"; held-out loss {result['eval_loss_before']:.4f} -> {result['eval_loss_after']:.4f} "
+           f"(update {result['best_step']})" if result["eval_loss_before"] is not None
+           and result["eval_loss_after"] is not None else "")
+        + f"; model in {out}"
+    )
+    return result
+
+
+def mlm_summary(summary: dict, out: Path, model: str, head: str, seq_len: int, world: int, n_train: int, n_heldout: int,
+                split_how: str) -> dict:
+    """The loop's summary with the MLM figures: the held-out loss and bits per token before
+    training and of the model kept in OUTPUT/."""
     scored = [e for e in summary["evals"] if e.get("loss") is not None]
     before = next((e for e in scored if e["step"] == 0), None)
     kept = next((e for e in reversed(scored) if e["best"]), None)
-    result = {
+    return {
         "output": str(out), "base_model": str(model), "head": head, "steps": summary["updates"],
-        "sequence_length": seq_len, "world_size": dist.world, "train_sequences": len(train_pieces),
-        "eval_sequences": len(heldout), "eval_split": split_how, "eval_targets": before["targets"] if before else 0,
+        "sequence_length": seq_len, "world_size": world, "train_sequences": n_train,
+        "eval_sequences": n_heldout, "eval_split": split_how, "eval_targets": before["targets"] if before else 0,
         "eval_loss_before": before["loss"] if before else None, "eval_bpt_before": before["bpt"] if before else None,
         "eval_loss_after": kept["loss"] if kept else None, "eval_bpt_after": kept["bpt"] if kept else None,
         **summary,
     }
-    say(
-        f"done: {plural(result['steps'], 'update')}, {plural(result['tokens'], 'token')}"
-        + (f"; held-out loss {before['loss']:.4f} -> {kept['loss']:.4f} (update {kept['step']})" if before and kept else "")
-        + f"; model in {out}"
-    )
-    return result
