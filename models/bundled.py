@@ -323,10 +323,10 @@ def base_fingerprint(name: str | Path, folder: Path) -> str:
     bundled name, else the sha256 of the folder's weights file."""
     if str(name) in BUNDLED:
         return f"{BUNDLED[str(name)].source_sha256}:build{BUILD_VERSION}"
-    weights = folder / "model.safetensors"
-    if not weights.is_file():
-        weights = folder / "pytorch_model.bin"
-    return sha256_of(weights) if weights.is_file() else "unknown"
+    for file in ("model.safetensors", "pytorch_model.bin", "delta_model.safetensors", "adapter_model.safetensors"):
+        if (folder / file).is_file():  # a full checkpoint's weights, or a delta or adapter folder's own file
+            return sha256_of(folder / file)
+    return "unknown"
 
 
 def resolve_model(name_or_path: str | Path) -> Path:

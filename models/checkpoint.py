@@ -125,7 +125,12 @@ def state_dict_of(folder: Path, config: LongformerConfig, prefix: str) -> dict[s
     with the adapter merged in; a delta folder's base with the differences added."""
     if not is_over_base(folder):
         return base_state_dict(folder, prefix)
-    state = base_state_dict(_adapter_base(folder, config), prefix)
+    base = _adapter_base(folder, config)
+    try:
+        base_config = LongformerConfig.from_json_file(base / "config.json")
+    except ConfigError as exc:
+        raise CheckpointError(f"{base}: {exc}") from None
+    state = state_dict_of(base, base_config, prefix)  # the base may itself be a delta folder
     kind = "adapter" if is_adapter_folder(folder) else "fp16 deltas"
     try:
         if is_adapter_folder(folder):

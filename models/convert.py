@@ -215,8 +215,9 @@ def _head_class(raw: dict[str, Any], names: set[str], note: Callable[[str], None
     arch = archs[0] if archs and isinstance(archs[0], str) else ""
     if "For" in arch:
         suffix = arch.split("For", 1)[1]
-        if suffix in source_heads():
-            return source_heads()[suffix]
+        heads = source_heads()
+        if suffix in heads:
+            return heads[suffix]
         note(f"the {arch} head has no Longformer counterpart in lfcli; only the encoder is converted")
         return "LongformerModel"
     if arch:

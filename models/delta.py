@@ -55,13 +55,13 @@ def delta_of(state: dict[str, torch.Tensor], base: dict[str, torch.Tensor]) -> d
 def apply_delta(base: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The base's weights with a delta file's tensors added (a new dict; the base is not
     changed in place): base + difference for the weights the base has, the stored weight for
-    the others."""
+    the others, in fp32 (the loader casts to the dtype asked for)."""
     out = dict(base)
     for name, tensor in tensors.items():
         if name in base:
             if base[name].shape != tensor.shape:
                 raise ValueError(f"{name}: {tuple(tensor.shape)} in the delta, {tuple(base[name].shape)} in the base")
-            out[name] = (base[name].float() + tensor.float()).to(base[name].dtype)
+            out[name] = base[name].float() + tensor.float()  # fp32: a bf16 base would round the difference away
         else:
             out[name] = tensor.float()
     return out

@@ -559,3 +559,36 @@ def test_finetune_resume_with_other_data_or_settings_is_refused(base, tmp_path):
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     r = CliRunner().invoke(app, [*args, str(data), "--resume"])
     assert r.exit_code == 0 and json.loads(r.stdout)["resumed_from_step"] == 2
+
+
+def test_an_adapter_goes_on_only_with_its_own_labels_and_a_bad_gap_weight_reads_nothing(base, tmp_path):
+    from lfcli.pipelines.errors import UsageError
+
+    data = labelled_jsonl(tmp_path / "train.jsonl")
+    first = tmp_path / "first"
+    config = dict(max_steps=2, lr=1e-3, batch_tokens=200, patience=None)
+    finetune("classify", [str(data)], str(first), model=str(base), train_config=TrainConfig(**config), lora_rank=2)
+    finetune("classify", [str(data)], str(tmp_path / "same"), model=str(first), train_config=TrainConfig(**config))
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(json.dumps({**r, "label": r["label"] + "-x"}) + "\n" for r in rows))
+    with pytest.raises(UsageError, match="its head was trained for the labels"):
+        finetune("classify", [str(other)], str(tmp_path / "other"), model=str(first), train_config=TrainConfig(**config))
+    with pytest.raises(UsageError, match="--gap-weight must be positive"):
+        finetune("corefs", [str(tmp_path / "no-such-data")], str(tmp_path / "c"), model=str(base),
+                 train_config=TrainConfig(**config), gap_weight=-1.0)
+
+
+def test_a_lora_adapter_over_a_delta_folder_loads(base, tmp_path):
+    data = squad_file(tmp_path / "squad.json", copies=2)
+    config = dict(max_steps=2, lr=1e-2, batch_tokens=128, patience=None)
+    delta = tmp_path / "delta"
+    finetune("qa", [str(data)], str(delta), model=str(base), train_config=TrainConfig(**config), adapter="full",
+             freeze_embeddings=True, delta=True, max_length=64)
+    over = tmp_path / "over"
+    finetune("qa", [str(data)], str(over), model=str(delta), train_config=TrainConfig(**config), lora_rank=2,
+             max_length=64)
+    ids = torch.randint(5, 90, (1, 30))
+    with torch.no_grad():
+        out = LongformerForQuestionAnswering.from_pretrained(over)(input_ids=ids)
+    assert all(torch.isfinite(t).all() for t in out)

@@ -25,6 +25,7 @@ from typing import Callable
 import torch
 
 from lfcli.models.checkpoint import TOKENIZER_FILES, copy_tokenizer_files
+from lfcli.models.delta import DELTA_WEIGHTS
 
 from ..errors import InputError, UsageError
 from ..infer.tasks import LABELLED_TASKS
@@ -34,7 +35,7 @@ from .loop import TrainConfig, TrainingRun, train
 from ..wording import plural
 
 # What a run writes to DIR (removed by --force before a new run; nothing else there is).
-MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", "delta_model.safetensors",
+MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", DELTA_WEIGHTS,
                *TOKENIZER_FILES)
 ADAPTERS = ("lora", "full")
 
@@ -93,6 +94,11 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
     config.attention_probs_dropout_prob = 0.0
     torch.manual_seed(seed)
     if continued is not None:
+        trained = LongformerConfig.from_json_file(folder / "config.json").id2label
+        wanted = (config_changes or {}).get("id2label")
+        if wanted is not None and {str(k): v for k, v in (trained or {}).items()} != {str(k): v for k, v in wanted.items()}:
+            raise UsageError(f"{base}: its head was trained for the labels {sorted((trained or {}).values())}, this data has "
+                             f"{sorted(wanted.values())}: continue it on the same labels, or train a new head on its base")
         model = init_from_encoder(cls, continued.base_folder, config)
         add_lora(model, r=continued.r, alpha=continued.alpha)
         try:
@@ -146,6 +152,8 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
     from lfcli.models.lora import merge_lora, save_adapter
     from lfcli.models.registry import tokenizer_folder
 
+    if delta:  # resolved now: a wrong base fails before training, not at the first evaluation
+        delta_name, delta_root, delta_pin = delta_base(base, folder)
     if continued is not None:  # the adapter stays an adapter over its own base
         base_name = continued.base_name
         pin = continued.base_sha256 or base_fingerprint(base_name, continued.base_folder)
@@ -168,13 +176,12 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
             from lfcli.models.checkpoint import base_state_dict
             from lfcli.models.delta import write_delta
 
-            name, root, pinned = delta_base(base, folder)
-            block["delta"] = {"base": name, "base_sha256": pinned}
+            block["delta"] = {"base": delta_name, "base_sha256": delta_pin}
             model.config.extra["lfcli"] = block
             model.config.extra["architectures"] = [type(model).__name__]
             model.config.to_json_file(target / "config.json")
             prefix = f"{type(model).base_model_prefix}." if type(model).base_model_prefix else ""
-            write_delta(model.state_dict(), base_state_dict(root, prefix), target)
+            write_delta(model.state_dict(), base_state_dict(delta_root, prefix), target)
         elif adapter == "lora" and not merge:
             block["adapter"] = {"base": base_name, "base_sha256": pin}
             model.config.extra["lfcli"] = block
@@ -251,6 +258,8 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
     if freeze_embeddings and adapter != "full":
         raise UsageError("--freeze-embeddings goes with --adapter full (LoRA never trains the embeddings)")
+    if task_options.get("gap_weight") is not None and not task_options["gap_weight"] > 0:
+        raise UsageError("--gap-weight must be positive")
     if delta and (adapter != "full" or merge):
         raise UsageError("--delta goes with --adapter full (an adapter is already small; --merge writes it whole)")
     if max_length is not None and max_length < MIN_TRAIN_LENGTH:
@@ -294,7 +303,8 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         # a --resume with other values would not end with an uninterrupted run's weights.
         fingerprint = {"task": task, "data": setup.fingerprint, "adapter": adapter, "lora_rank": lora_rank,
                        "max_length": setup.max_length, "base": base, "lr": config.lr, "global": global_policy,
-                       "autocast": config.autocast, **({"freeze_embeddings": True} if freeze_embeddings else {})}
+                       "autocast": config.autocast, **({"freeze_embeddings": True} if freeze_embeddings else {}),
+                       **({"delta": True} if delta else {}), **({"merge": True} if merge else {})}
         summary = train(net, setup.task, out, config, dist=run.dist, resume=resume, fingerprint=fingerprint, log=log,
                         progress=progress)
     return {"output": str(out), "task": task, "base_model": base, **setup.note, **summary}

@@ -355,7 +355,6 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
     run = Run(model, task, Path(output), config, dist or Dist("cpu"), log)
     run.begin(fingerprint or {}, resume)
     bar = _Progress(progress and run.dist.main, run.schedule.max_steps, run.st.step)
-    run.first_step = run.st.step
     model.train()
     stopped_early = False
     if config.eval_before and not run.st.evals:
@@ -424,6 +423,7 @@ class Run:
             random.seed(mix_seed(config.seed, "python", dist.rank))
             torch.manual_seed(mix_seed(config.seed, "dropout", dist.rank))
         self.trainable_n = sum(p.numel() for p in self.params)
+        self.first_step = self.st.step  # this session's first update: its rate gives the ETA
         self.emit({"event": "start", "max_steps": self.schedule.max_steps, "steps_per_epoch": self.schedule.per_epoch,
                    "examples": len(self.examples), "trainable_parameters": self.trainable_n,
                    "bf16_autocast": self.bf16, "config": asdict(config)})
