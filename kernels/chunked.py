@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .blocks import BlockPlan
+from .blocks import BlockPlan, merge_columns
 from .chunked_grad import band_attention_grad, fused_backward_applies
 
 
@@ -128,15 +128,8 @@ def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out):
         q, k_cols, v_cols = q.float(), k_cols.float(), v_cols.float()  # no copies in fp32
         scores = torch.einsum("lhd,ghd->lhg", q, k_cols)  # (L, H, G): G is small
         scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
-        if k_cols.shape[0] == 1:  # one column: its softmax is 1, its output is v itself
-            lse_cols, o_cols = scores[..., 0], v_cols[0].expand(o_band.shape)
-        else:
-            lse_cols = torch.logsumexp(scores, dim=-1)
-            o_cols = torch.einsum("lhg,ghd->lhd", torch.exp(scores - lse_cols[..., None]), v_cols)
-        weight = torch.sigmoid(lse_band - lse_cols)[..., None]
-        if out.dtype == o_band.dtype == torch.float32:
-            return torch.lerp(o_cols, o_band, weight, out=out)
-        return out.copy_(torch.lerp(o_cols, o_band.float(), weight))  # bf16, or mixed under autocast
+        merged, _ = merge_columns(o_band.float(), lse_band, scores, v_cols)
+        return out.copy_(merged)
 
 
 def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:

@@ -12,7 +12,7 @@ and the backward recomputes the scores block by block:
 
 * forward: per run of blocks, PyTorch's fused CPU kernel on the band alone (the spans stay
   views), returning its log-sum-exp; the global columns are then merged in by log-sum-exp
-  (one softmax over [columns | band], as `chunked._merge_columns` does in inference), and the
+  (one softmax over [columns | band], `blocks.merge_columns`, as inference merges them), and the
   row's total log-sum-exp is kept.
 * backward: per run, the fused kernel's backward with the *total* output and log-sum-exp.
   For the joint softmax P over [columns | band], dS = P * (dP - rowsum(dO * O)) with O the
@@ -34,7 +34,7 @@ import os
 
 import torch
 
-from .blocks import BlockPlan
+from .blocks import BlockPlan, merge_columns
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
@@ -109,11 +109,7 @@ def _column_scores(q, k_cols, cols_valid):
 def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid):
     """One softmax over [columns | band] from the band's (output, LSE) and the columns':
     the band keeps sigmoid(lse_band - lse_cols) of the mass. Returns the total output and LSE."""
-    scores = _column_scores(q, k_cols, cols_valid)
-    lse_cols = torch.logsumexp(scores, dim=-1)  # (B, L, H)
-    o_cols = torch.einsum("blhg,bghd->blhd", torch.exp(scores - lse_cols[..., None]), v_cols)
-    weight = torch.sigmoid(lse_band - lse_cols)[..., None]
-    return torch.lerp(o_cols, o_band, weight), torch.logaddexp(lse_band, lse_cols)
+    return merge_columns(o_band, lse_band, _column_scores(q, k_cols, cols_valid), v_cols)
 
 
 def _backward(plan: BlockPlan, grad_out, q, k, v, out, lse):
