@@ -11,20 +11,22 @@ import torch
 import torch.nn.functional as F
 
 
-def merge_columns(o_band, lse_band, scores, v_cols):
-    """One softmax over [global columns | band] from two: (total output, total LSE).
+def merge_columns(o_band, lse_band, scores, v_cols, out=None):
+    """One softmax over [global columns | band] from two: (total output, the columns' LSE);
+    the total LSE, where wanted, is logaddexp(lse_band, lse_cols).
 
     o_band (..., L, H, D) and lse_band (..., L, H) are the band's; scores (..., L, H, G) the
     rows' fp32 scores against the G global columns (invalid ones masked to the dtype's min);
     v_cols (..., G, H, D). The band keeps exp(lse_band) / (exp(lse_band) + exp(lse_cols))
-    = sigmoid(lse_band - lse_cols) of the probability mass, the columns the rest."""
+    = sigmoid(lse_band - lse_cols) of the probability mass, the columns the rest. `out`
+    (o_band's dtype) takes the output in place."""
     if scores.shape[-1] == 1:  # one column: its softmax is 1, its output is v itself
         lse_cols, o_cols = scores[..., 0], v_cols.expand(o_band.shape)
     else:
         lse_cols = torch.logsumexp(scores, dim=-1)
         o_cols = torch.einsum("...lhg,...ghd->...lhd", torch.exp(scores - lse_cols[..., None]), v_cols)
     weight = torch.sigmoid(lse_band - lse_cols)[..., None]
-    return torch.lerp(o_cols, o_band, weight), torch.logaddexp(lse_band, lse_cols)
+    return torch.lerp(o_cols, o_band, weight, out=out), lse_cols
 
 
 def block_size_for(one_sided_window: int) -> int:

@@ -128,8 +128,9 @@ def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out):
         q, k_cols, v_cols = q.float(), k_cols.float(), v_cols.float()  # no copies in fp32
         scores = torch.einsum("lhd,ghd->lhg", q, k_cols)  # (L, H, G): G is small
         scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
-        merged, _ = merge_columns(o_band.float(), lse_band, scores, v_cols)
-        return out.copy_(merged)
+        if out.dtype == o_band.dtype == torch.float32:
+            return merge_columns(o_band, lse_band, scores, v_cols, out=out)[0]
+        return out.copy_(merge_columns(o_band.float(), lse_band, scores, v_cols)[0])  # bf16, or mixed under autocast
 
 
 def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:

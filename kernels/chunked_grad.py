@@ -109,7 +109,8 @@ def _column_scores(q, k_cols, cols_valid):
 def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid):
     """One softmax over [columns | band] from the band's (output, LSE) and the columns':
     the band keeps sigmoid(lse_band - lse_cols) of the mass. Returns the total output and LSE."""
-    return merge_columns(o_band, lse_band, _column_scores(q, k_cols, cols_valid), v_cols)
+    out, lse_cols = merge_columns(o_band, lse_band, _column_scores(q, k_cols, cols_valid), v_cols)
+    return out, torch.logaddexp(lse_band, lse_cols)
 
 
 def _backward(plan: BlockPlan, grad_out, q, k, v, out, lse):
