@@ -386,6 +386,8 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     from ..eval.metrics import read_gap
     from ..infer.policies import check_policy
 
+    if gap_weight is not None and not gap_weight > 0:  # before any data is read
+        raise UsageError("--gap-weight must be positive")
     docs, problems = read_coref_documents(data, ids)
     report_skipped(problems, "training document", say)
     if validation:
@@ -398,8 +400,6 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
         train_docs = [d for d in docs if d.id not in held]
     else:
         train_docs, val = split_documents(docs, validation_split, seed)
-    if gap_weight is not None and not gap_weight > 0:
-        raise UsageError("--gap-weight must be positive")
     if not train_docs:
         raise InputError("no usable coreference documents in the training data")
     if not val:

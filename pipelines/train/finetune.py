@@ -48,33 +48,40 @@ class ContinuedAdapter:
 
     base_name: str  # as the adapter's config names it: a bundled name or a folder
     base_folder: Path
-    base_sha256: str | None
+    base_sha256: str
     r: int
     alpha: float
 
 
+def own_base(folder: Path) -> tuple[str, Path, str]:
+    """(name, folder, pinned sha256) of the base an adapter or delta folder was trained over:
+    a bundled name as it is, a folder as an absolute path."""
+    from lfcli.models import LongformerConfig
+    from lfcli.models.bundled import BUNDLED, base_fingerprint
+    from lfcli.models.registry import adapter_base, base_reference
+
+    config = LongformerConfig.from_json_file(folder / "config.json")
+    name, pinned = base_reference(folder, config)
+    root = adapter_base(folder, config)
+    name = name if name in BUNDLED else str(root.resolve())
+    return name, root, pinned or base_fingerprint(name, root)
+
+
 def continued_adapter(folder: Path) -> ContinuedAdapter | None:
-    """The adapter in `folder` to continue, or None when `folder` is a full checkpoint."""
+    """The adapter in `folder` to continue, or None when `folder` is not an adapter folder."""
     import json
 
-    from lfcli.models import LongformerConfig
     from lfcli.models.checkpoint import is_adapter_folder
     from lfcli.models.lora import ADAPTER_CONFIG
-    from lfcli.models.registry import adapter_base
 
     if not is_adapter_folder(folder):
         return None
-    config = LongformerConfig.from_json_file(folder / "config.json")
     try:
         peft = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
-        r, alpha, name = int(peft["r"]), float(peft["lora_alpha"]), str(peft["base_model_name_or_path"])
+        r, alpha = int(peft["r"]), float(peft["lora_alpha"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{folder / ADAPTER_CONFIG}: unreadable adapter config ({exc})") from None
-    base_folder = adapter_base(folder, config)
-    pin = ((config.extra.get("lfcli") or {}).get("adapter") or {}).get("base_sha256")
-    from lfcli.models.bundled import BUNDLED
-
-    return ContinuedAdapter(name if name in BUNDLED else str(base_folder.resolve()), base_folder, pin, r, alpha)
+    return ContinuedAdapter(*own_base(folder), r, alpha)
 
 
 def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None,
@@ -128,38 +135,24 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
     return model
 
 
-def delta_base(base: str, folder: Path) -> tuple[str, Path, str]:
-    """(name, folder, pinned sha256) of the model that --delta's differences are taken from:
-    the base of -m when -m is an adapter or a delta folder (so the bundled base, not a chain
-    of models), else -m itself."""
-    from lfcli.models.bundled import BUNDLED, base_fingerprint
-    from lfcli.models.checkpoint import is_over_base
-    from lfcli.models.registry import adapter_base, base_reference
-
-    if is_over_base(folder):
-        name, pinned = base_reference(folder)
-        root = adapter_base(folder)
-        name = name if name in BUNDLED else str(root.resolve())
-        return name, root, pinned or base_fingerprint(name, root)
-    name = base if base in BUNDLED else str(Path(base).resolve())
-    return name, folder, base_fingerprint(base, folder)
-
-
 def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None, merge: bool,
                 note: dict, continued: ContinuedAdapter | None = None, delta: bool = False) -> Callable:
     """A function (model, target folder) -> None writing the model as DIR holds it."""
     from lfcli.models.bundled import BUNDLED, base_fingerprint
+    from lfcli.models.checkpoint import is_over_base
     from lfcli.models.lora import merge_lora, save_adapter
     from lfcli.models.registry import tokenizer_folder
 
-    if delta:  # resolved now: a wrong base fails before training, not at the first evaluation
-        delta_name, delta_root, delta_pin = delta_base(base, folder)
-    if continued is not None:  # the adapter stays an adapter over its own base
-        base_name = continued.base_name
-        pin = continued.base_sha256 or base_fingerprint(base_name, continued.base_folder)
+    # The base the written folder names and pins, resolved before training (a wrong base fails
+    # now, not at the first evaluation): a continued adapter stays over its own base, and deltas
+    # are taken from -m's own base when -m is itself over one (the bundled base, not a chain).
+    if continued is not None:
+        base_name, base_root, pin = continued.base_name, continued.base_folder, continued.base_sha256
+    elif delta and is_over_base(folder):
+        base_name, base_root, pin = own_base(folder)
     else:
-        base_name = base if base in BUNDLED else str(Path(base).resolve())
-        pin = base_fingerprint(base, folder)
+        base_name, base_root, pin = base if base in BUNDLED else str(Path(base).resolve()), folder, base_fingerprint(base, folder)
+    over_base = "delta" if delta else "adapter" if adapter == "lora" and not merge else None
     tokenizer_source = tokenizer_folder(folder)
 
     def save(model, target: Path) -> None:
@@ -172,21 +165,18 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
         block["finetune"] = note
         if note.get("default_max_length"):
             block["default_max_length"] = note["default_max_length"]
-        if delta:  # fp16 differences from the base model (models/delta.py)
+        if over_base:  # config.json names the base; the weights are changes to it
+            block[over_base] = {"base": base_name, "base_sha256": pin}
+            model.config.extra["lfcli"] = block
+            model.config.extra["architectures"] = [type(model).__name__]
+            model.config.to_json_file(target / "config.json")
+        if over_base == "delta":  # fp16 differences from the base model (models/delta.py)
             from lfcli.models.checkpoint import base_state_dict
             from lfcli.models.delta import write_delta
 
-            block["delta"] = {"base": delta_name, "base_sha256": delta_pin}
-            model.config.extra["lfcli"] = block
-            model.config.extra["architectures"] = [type(model).__name__]
-            model.config.to_json_file(target / "config.json")
             prefix = f"{type(model).base_model_prefix}." if type(model).base_model_prefix else ""
-            write_delta(model.state_dict(), base_state_dict(delta_root, prefix), target)
-        elif adapter == "lora" and not merge:
-            block["adapter"] = {"base": base_name, "base_sha256": pin}
-            model.config.extra["lfcli"] = block
-            model.config.extra["architectures"] = [type(model).__name__]
-            model.config.to_json_file(target / "config.json")
+            write_delta(model.state_dict(), base_state_dict(base_root, prefix), target)
+        elif over_base == "adapter":
             save_adapter(model, target, base_name, lora_rank, lora_alpha or 2.0 * lora_rank, 0.0)
         else:
             model.config.extra["lfcli"] = block
@@ -258,8 +248,6 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
         raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
     if freeze_embeddings and adapter != "full":
         raise UsageError("--freeze-embeddings goes with --adapter full (LoRA never trains the embeddings)")
-    if task_options.get("gap_weight") is not None and not task_options["gap_weight"] > 0:
-        raise UsageError("--gap-weight must be positive")
     if delta and (adapter != "full" or merge):
         raise UsageError("--delta goes with --adapter full (an adapter is already small; --merge writes it whole)")
     if max_length is not None and max_length < MIN_TRAIN_LENGTH:
