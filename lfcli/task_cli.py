@@ -19,7 +19,8 @@ from .app import (
 )
 
 
-def _run_task(task: str, inputs: list[str], output: str | None, options: dict, read: dict, job: dict, pipe_opts: dict):
+def _run_task(task: str, inputs: list[str], output: str | None, model: str | None, options: dict, **task_opts):
+    """Run `task` over `inputs` with the shared `options` and the task's own Pipeline options."""
     from lfcli.pipelines.errors import UsageError
     from lfcli.pipelines.io.jobs import job_record
     from lfcli.pipelines.progress import progress_reporter
@@ -27,6 +28,8 @@ def _run_task(task: str, inputs: list[str], output: str | None, options: dict, r
     from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
     from lfcli.pipelines.io.writers import open_writer
 
+    read, job, pipe_opts = _job(model, options)
+    pipe_opts.update(task_opts)
     job["engine"] = _engine(options)
     quiet = options["quiet"]
     resume, force, on_error = job["resume"], job["force"], job["on_error"]
@@ -173,11 +176,9 @@ def classify(
     *, options: dict,
 ):
     """Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed)."""
-    read, job, pipe = _job(model, options)
     parsed = _parse_labels(labels, labels_file)
-    if parsed is not None:
-        pipe.update(labels=parsed, temperature=temperature)
-    _run_task("classify", inputs, output, options, read, job, pipe)
+    zero_shot = {} if parsed is None else {"labels": parsed, "temperature": temperature}
+    _run_task("classify", inputs, output, model, options, **zero_shot)
 
 
 @app.command()
@@ -191,9 +192,7 @@ def qa(
     *, options: dict,
 ):
     """Answer a question from each document: id, question, answer, start, end, score."""
-    read, job, pipe = _job(model, options)
-    pipe.update(question=question, top_k=top_k)
-    _run_task("qa", inputs, output, options, read, job, pipe)
+    _run_task("qa", inputs, output, model, options, question=question, top_k=top_k)
 
 
 @app.command()
@@ -207,9 +206,7 @@ def embed(
     *, options: dict,
 ):
     """Document vectors: id, embedding, n_tokens."""
-    read, job, pipe = _job(model, options)
-    pipe.update(pooling=pooling, normalize=normalize)
-    _run_task("embed", inputs, output, options, read, job, pipe)
+    _run_task("embed", inputs, output, model, options, pooling=pooling, normalize=normalize)
 
 
 @app.command()
@@ -222,6 +219,4 @@ def corefs(
     *, options: dict,
 ):
     """Coreference chains: id, clusters of {start, end, text} character spans."""
-    read, job, pipe = _job(model, options)
-    pipe.update(singletons=singletons)
-    _run_task("corefs", inputs, output, options, read, job, pipe)
+    _run_task("corefs", inputs, output, model, options, singletons=singletons)
