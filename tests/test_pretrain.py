@@ -403,3 +403,21 @@ def test_a_short_run_warms_up_over_a_share_of_it(tiny, corpus, tmp_path):
     assert r.exit_code == 2 and "--warmup-steps (40) must be >= 0 and smaller than --max-steps (40)" in r.stderr
     r = CliRunner().invoke(app, [*args, "--force", "--keep-checkpoints", "2"])
     assert r.exit_code == 2 and "No such option" in r.output
+
+
+def test_freeze_embeddings_keeps_the_base_tables_and_trains_the_layers(tiny, corpus, tmp_path):
+    from lfcli.models import LongformerModel
+
+    out = tmp_path / "frozen"
+    summary = pretrain_continue([str(corpus)], str(tiny), str(out), freeze_embeddings=True,
+                                **{**TINY_RUN, "max_steps": 3, "save_every": 0})
+    start, after = LongformerModel.from_pretrained(tiny).state_dict(), LongformerModel.from_pretrained(out).state_dict()
+    tables = [k for k in start if k.startswith("embeddings.")]
+    assert tables and all(torch.equal(start[k], after[k]) for k in tables)
+    assert not torch.equal(start["encoder.layer.0.attention.self.query.weight"],
+                           after["encoder.layer.0.attention.self.query.weight"])
+    vocab, hidden = start["embeddings.word_embeddings.weight"].shape
+    assert summary["trainable_parameters"] < sum(v.numel() for v in start.values()) - vocab * hidden
+    # and a resume refuses to mix a frozen run with an unfrozen one
+    with pytest.raises(UsageError, match="other settings \(freeze_embeddings\)"):
+        pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **{**TINY_RUN, "max_steps": 3, "save_every": 0})

@@ -432,7 +432,10 @@ class Run:
         """The trainable weights, optimizer, stream position and RNGs of a checkpoint."""
         if saved.get("version") != STATE_VERSION:
             raise InputError(f"{self.state_dir / STATE_FILE}: written by another version of lfcli; cannot resume from it")
-        differ = [k for k, v in self.fingerprint.items() if saved["fingerprint"].get(k) != v]
+        # Both ways: an option recorded only when set (--delta, --freeze-embeddings) differs when
+        # the resumed run has it and this one not.
+        before = saved["fingerprint"]
+        differ = sorted(k for k in set(self.fingerprint) | set(before) if before.get(k) != self.fingerprint.get(k))
         if differ:
             raise UsageError(f"{self.output}: the run there used other settings ({', '.join(differ)}); "
                              "resume with the same data and options, or use --force to start over")

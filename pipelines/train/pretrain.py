@@ -427,6 +427,7 @@ def pretrain_continue(
     max_eval_sequences: int | None = 256,
     seed: int = 0,
     gradient_checkpointing: bool = False,
+    freeze_embeddings: bool = False,
     device: str = "cpu",
     attention_backend: str | None = None,
     autocast: str = "auto",
@@ -443,7 +444,10 @@ def pretrain_continue(
     and the resume state go to the folder `output`. See the module docstring.
 
     `save_every` updates between evaluations and resume states (0 or None: at the end
-    only); a run keeps one resume state and its best model.
+    only); a run keeps one resume state and its best model. `freeze_embeddings`: the base's
+    embedding tables (and so the output layer tied to the word embeddings) stay as they are,
+    and only the layers and the head's transform learn: a fine-tune over the result stored as
+    fp16 deltas from the base then needs no embedding table.
 
     `log(record)` (rank 0 only) receives the trainer's records (see metrics.jsonl), with
     evaluations named: {"event": "message", "message"}, {"event": "eval", "when": "before" |
@@ -505,7 +509,7 @@ def pretrain_continue(
         )
         fingerprint = {  # the trainer adds seed, world size, steps and the number of sequences
             "sequence_length": seq_len, "batch_size": batch_size, "grad_accum": grad_accum, "mask_prob": mask_prob,
-            "eval_fraction": eval_fraction,
+            "eval_fraction": eval_fraction, **({"freeze_embeddings": True} if freeze_embeddings else {}),
             "corpus": hashlib.sha256(
                 "\n".join(f"{p.doc}\x1f{p.part}\x1f{p.ids.numel()}" for p in pieces).encode("utf-8")
             ).hexdigest()[:16],
@@ -518,9 +522,11 @@ def pretrain_continue(
         mlm, head = load_mlm_model(folder, seed, say)
         mlm.attention_backend = attention_backend
         freeze_global_projections(mlm)
+        if freeze_embeddings:
+            mlm.longformer.embeddings.requires_grad_(False)
         mlm.set_gradient_checkpointing(gradient_checkpointing)
         note = {"base_model": str(model), "sequence_length": seq_len, "mask_prob": mask_prob, "lr": lr,
-                "max_steps": max_steps}
+                "max_steps": max_steps, **({"freeze_embeddings": True} if freeze_embeddings else {})}
         task = MLMTask(train_pieces, heldout, vocab, mask_prob, config_file.pad_token_id, seed, batch_size, dist,
                        folder, note)
         say(f"training {plural(max_steps, 'update')} of {grad_accum} x {batch_size} x {dist.world} sequences, "
