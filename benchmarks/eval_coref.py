@@ -13,6 +13,7 @@ masculine, feminine, and the bias ratio F/M.
     python benchmarks/eval_coref.py -m DIR --json out.json
     python benchmarks/eval_coref.py --quick                  # 3 LitBank documents, 60 GAP rows
     python benchmarks/eval_coref.py --link-threshold 1.0     # decode with another threshold
+    python benchmarks/eval_coref.py --no-pronoun-agreement   # let a chain mix "he" and "she"
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def main(argv=None) -> dict:
     p.add_argument("--dtype", default="auto", help="as lfcli corefs --dtype")
     p.add_argument("--link-threshold", type=float, default=None, help="override the model's link threshold")
     p.add_argument("--mention-threshold", type=float, default=None, help="override the model's mention threshold")
+    p.add_argument("--no-pronoun-agreement", action="store_true",
+                   help="decode without the pronoun-agreement rule (pipelines/infer/coref_decode.py)")
     p.add_argument("--gap-rows", type=int, default=None, help="GAP validation rows (default all 454; quick 60; 0: skip GAP)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", default=None)
@@ -70,13 +73,16 @@ def main(argv=None) -> dict:
         pipe.model.link_threshold = args.link_threshold
     if args.mention_threshold is not None:
         pipe.model.mention_threshold = args.mention_threshold
+    if args.no_pronoun_agreement:
+        pipe.model.pronoun_agreement = False
     dtype = next(pipe.model.longformer.parameters()).dtype
     info = common.machine_info(torch.device("cpu"))
     common.print_header(f"Coreference: {args.model} ({dtype}, link threshold {pipe.model.link_threshold})", info)
     docs, _ = read_coref_documents([str(conll)], ids=ids)
     docs = docs[:3] if args.quick else docs
     results = {"model": args.model, "dtype": str(dtype), "link_threshold": pipe.model.link_threshold,
-               "mention_threshold": pipe.model.mention_threshold, "machine": info}
+               "mention_threshold": pipe.model.mention_threshold, "pronoun_agreement": pipe.model.pronoun_agreement,
+               "machine": info}
     lit = results["litbank_dev"] = litbank(pipe, docs)
     print(f"LitBank fold-0 dev, {lit['documents']} documents: CoNLL F1 {lit['conll_f1']:.1f} (MUC {lit['muc_f1']:.1f}, "
           f"B3 {lit['b_cubed_f1']:.1f}, CEAF-e {lit['ceaf_e_f1']:.1f}; mentions {lit['mention_f1']:.1f}); "

@@ -542,7 +542,8 @@ class LongformerForCoreference(LongformerPreTrainedModel):
     config.extra["coref"] sets ffnn_size (default: hidden size), max_span_width (30),
     top_lambda (0.4), mention_threshold (0: a kept span is a mention when f_m exceeds it) and
     link_threshold (0: a mention links to its best antecedent when f_a exceeds it, i.e.
-    beats the dummy); see tasks.decode_clusters.
+    beats the dummy) and pronoun_agreement (true: a chain never holds personal pronouns of
+    two kinds, "he" and "she"); see pipelines/infer/coref_decode.py.
     """
 
     def __init__(self, config: LongformerConfig):
@@ -553,6 +554,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
         self.top_lambda = float(coref.get("top_lambda", 0.4))  # mentions kept per token
         self.mention_threshold = float(coref.get("mention_threshold", 0.0))
         self.link_threshold = float(coref.get("link_threshold", 0.0))
+        self.pronoun_agreement = bool(coref.get("pronoun_agreement", True))
         self.longformer = LongformerModel(config, add_pooling_layer=False)
         p = config.hidden_dropout_prob
         self.start_mention_mlp = CorefMLP(config.hidden_size, size, p)

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import InputError
 from .policies import global_positions
 from ..io.readers import Document
+from .coref_decode import decode_clusters, words_of
 from .answers import DEFAULT_TEMPERATURE, QA_CANDIDATES, QACandidates, best_spans, qa_temperature, span_rules
 from .tokenize import DocumentTokenizer, Encoded, Window, owned_ranges, paragraph_ids, plan_windows
 
@@ -389,50 +390,6 @@ class QATask(Task):
         return pa.schema([*fields, ("error", pa.string())])
 
 
-def word_boundaries(tok: DocumentTokenizer, text: str, n: int) -> tuple[list[bool], list[bool]]:
-    """(starts, ends): whether each of the text's n tokens is the first / last sub-word of a
-    word, as the tokenizer's pre-tokenizer splits words (white space and punctuation: in
-    "Elizabeth's", "Elizabeth" is a word). Mentions start and end on word boundaries, so
-    only those tokens are candidates (a third fewer spans, none cutting a word)."""
-    word_ids = tok.tokenizer.encode(text, add_special_tokens=False).word_ids
-    if len(word_ids) != n:  # cannot happen with one tokenizer; every token is then a candidate
-        return [True] * n, [True] * n
-    starts = [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
-    ends = [i == n - 1 or w is None or w != word_ids[i + 1] for i, w in enumerate(word_ids)]
-    return starts, ends
-
-
-def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_threshold: float = 0.0,
-                    link_threshold: float = 0.0) -> list[list[tuple[int, int]]]:
-    """One window's entities from its scores (LongformerForCoreference.forward, one sample).
-
-    The kept spans whose mention score exceeds `mention_threshold` (0: probability 0.5) are
-    the mentions. Max-antecedent decoding among them: each mention links to its
-    best-scoring earlier mention when that beats the dummy antecedent (score 0; or
-    `link_threshold`, which trades merges for precision), and links chain into clusters;
-    a mention that links to nothing and is not linked to is a one-mention entity. Spans are
-    (start, end) token positions, end inclusive; clusters in order of their first mention,
-    mentions in text order (the model's order)."""
-    import torch
-
-    is_mention = valid.bool() & (mention_scores.float() > mention_threshold)
-    pair = antecedent_scores.float().masked_fill(~is_mention[None, :], float("-inf"))
-    best_score, best = pair.max(dim=1)
-    cluster_of: dict[int, int] = {}
-    clusters: list[list[int]] = []
-    for i in torch.nonzero(is_mention).flatten().tolist():
-        if float(best_score[i]) > link_threshold:  # finite and above the dummy
-            j = int(best[i])
-            if j not in cluster_of:
-                cluster_of[j] = len(clusters)
-                clusters.append([j])
-            cluster_of[i] = cluster_of[j]
-            clusters[cluster_of[i]].append(i)
-    singles = [[i] for i in torch.nonzero(is_mention).flatten().tolist() if i not in cluster_of]
-    out = sorted(clusters + singles, key=lambda c: min(c))
-    return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]
-
-
 class CorefTask(Task):
     """Coreference chains. Rows: id, clusters: a list of clusters, each a list of
     {start, end, text} character spans (end exclusive) of the document's text, mentions and
@@ -451,12 +408,13 @@ class CorefTask(Task):
 
     def prepare(self, doc_index, doc):
         prepared = super().prepare(doc_index, doc)
-        starts, ends = word_boundaries(self.tok, doc.text, len(prepared.encoded.ids))
+        starts, ends, pronouns = words_of(self.tok.tokenizer, doc.text, len(prepared.encoded.ids))
         paragraphs = paragraph_ids(doc.text, prepared.encoded.offsets)
         for item in prepared.items:
             s0, s1 = item.window.span
             item.extra["word_starts"], item.extra["word_ends"] = starts[s0:s1], ends[s0:s1]
             item.extra["paragraphs"] = paragraphs[s0:s1]
+            item.extra["pronouns"] = {(s, e): k for (s, e), k in pronouns.items() if s0 <= s and e < s1}
         return prepared
 
     def mention_masks(self, items: list[Item], n: int) -> dict:
@@ -487,10 +445,13 @@ class CorefTask(Task):
         spans, valid, pair, mention_scores = model(**batch, **masks)
         spans, valid, pair, mention_scores = spans.cpu(), valid.cpu(), pair.float().cpu(), mention_scores.float().cpu()
         thresholds = getattr(model, "mention_threshold", 0.0), getattr(model, "link_threshold", 0.0)
+        agreement = getattr(model, "pronoun_agreement", True)
         out = []
         for b, item in enumerate(items):
             shift = item.window.span[0] - item.window.content_start  # window position -> document token
-            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds)
+            pronouns = item.extra.get("pronouns", {})
+            kinds = [pronouns.get((s + shift, e + shift)) for s, e in spans[b].tolist()] if agreement else None
+            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds, kinds=kinds)
             out.append([[(s + shift, e + shift) for s, e in c] for c in clusters])
         return out
 

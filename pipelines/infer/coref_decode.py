@@ -1,0 +1,120 @@
+"""From a coreference window's scores to chains: which spans may be mentions (whole words), which
+words are personal pronouns, and max-antecedent decoding with pronoun agreement.
+
+Pronoun agreement: a chain never holds personal pronouns of two kinds ("he" and "she", "it"
+and "they", "I" and "we"). A pronoun whose best antecedent sits in a chain of another kind
+takes its next-best antecedent above the threshold instead, or starts a chain of its own. A
+reader would never accept "he ... she" as one person. With the bundled model on LitBank dev
+the rule takes B3 precision from 45.7 to 50.3 for 0.5 of recall, and CoNLL F1 from 58.4 to
+58.9; GAP F1 from 65.7 to 66.0 (`benchmarks/eval_coref.py --no-pronoun-agreement` decodes
+without it). "you" has no kind: in dialogue it may be anyone. Each window is decoded on its
+own: chains that two windows of a longer document merge are not checked again.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+# Personal pronouns by kind (person, number, gender). The kind of a one-word mention, as written
+# in lower case or capitalised ("US" the country is not "us").
+PRONOUN_KINDS = {
+    "he": "he him his himself",
+    "she": "she her hers herself",
+    "it": "it its itself",
+    "they": "they them their theirs themselves",
+    "i": "i me my mine myself",
+    "we": "we us our ours ourselves",
+}
+_KIND_OF_WORD = {word: kind for kind, words in PRONOUN_KINDS.items() for word in words.split()}
+
+
+def pronoun_kind(word: str) -> str | None:
+    """The kind of a personal pronoun ("he", "she", "it", "they", "i", "we"), else None."""
+    lower = word.lower()
+    if word not in (lower, lower.capitalize()):
+        return None
+    return _KIND_OF_WORD.get(lower)
+
+
+def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict[tuple[int, int], str]]:
+    """(starts, ends, pronouns) of a text's n tokens: whether each token is the first / last
+    sub-word of a word, as the tokenizer's pre-tokenizer splits words (white space and
+    punctuation: in "Elizabeth's", "Elizabeth" is a word), and {(first, last token): kind} of
+    the words that are personal pronouns. Mentions start and end on word boundaries, so only
+    those tokens are candidates (a third fewer spans, none cutting a word)."""
+    encoding = tokenizer.encode(text, add_special_tokens=False)
+    word_ids = encoding.word_ids
+    if len(word_ids) != n:  # cannot happen with one tokenizer; every token is then a candidate
+        return [True] * n, [True] * n, {}
+    starts = [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
+    ends = [i == n - 1 or w is None or w != word_ids[i + 1] for i, w in enumerate(word_ids)]
+    pronouns, first = {}, 0
+    for i in range(n):
+        if starts[i]:
+            first = i
+        if ends[i] and word_ids[i] is not None:
+            kind = pronoun_kind(text[encoding.offsets[first][0]:encoding.offsets[i][1]])
+            if kind is not None:
+                pronouns[(first, i)] = kind
+    return starts, ends, pronouns
+
+
+def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_threshold: float = 0.0,
+                    link_threshold: float = 0.0, kinds: list[str | None] | None = None) -> list[list[tuple[int, int]]]:
+    """One window's entities from its scores (LongformerForCoreference.forward, one sample).
+
+    The kept spans whose mention score exceeds `mention_threshold` (0: probability 0.5) are
+    the mentions. Max-antecedent decoding among them: each mention links to its
+    best-scoring earlier mention when that beats the dummy antecedent (score 0; or
+    `link_threshold`, which trades merges for precision), and links chain into clusters;
+    a mention that links to nothing and is not linked to is a one-mention entity.
+    `kinds`: each span's pronoun kind or None (`words_of`); when given, a pronoun links to
+    the best antecedent whose chain holds no pronoun of another kind (pronoun agreement).
+    Spans are (start, end) token positions, end inclusive; clusters in order of their first
+    mention, mentions in text order (the model's order)."""
+    import torch
+
+    is_mention = valid.bool() & (mention_scores.float() > mention_threshold)
+    pair = antecedent_scores.float().masked_fill(~is_mention[None, :], float("-inf"))
+    best_score, best = pair.max(dim=1)
+    cluster_of: dict[int, int] = {}
+    clusters: list[list[int]] = []
+    chain_kinds: list[set[str]] = []  # the pronoun kinds each cluster holds
+
+    def kinds_of(j: int) -> set[str]:
+        if j in cluster_of:
+            return chain_kinds[cluster_of[j]]
+        return {kinds[j]} if kinds and kinds[j] else set()
+
+    for i in torch.nonzero(is_mention).flatten().tolist():
+        kind = kinds[i] if kinds else None
+        agrees = (lambda j: not (kinds_of(j) - {kind})) if kind else None
+        j = _antecedent(pair[i], int(best[i]), float(best_score[i]), link_threshold, agrees)
+        if j is None:
+            continue
+        if j not in cluster_of:
+            chain_kinds.append(kinds_of(j))
+            cluster_of[j] = len(clusters)
+            clusters.append([j])
+        cluster_of[i] = cluster_of[j]
+        clusters[cluster_of[i]].append(i)
+        if kind:
+            chain_kinds[cluster_of[i]].add(kind)
+    singles = [[i] for i in torch.nonzero(is_mention).flatten().tolist() if i not in cluster_of]
+    out = sorted(clusters + singles, key=lambda c: min(c))
+    return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]
+
+
+def _antecedent(row, best: int, best_score: float, threshold: float, agrees: Callable[[int], bool] | None) -> int | None:
+    """The best-scoring earlier mention above `threshold` that `agrees` (any, when None)."""
+    if not best_score > threshold:  # finite and above the dummy
+        return None
+    if agrees is None or agrees(best):
+        return best
+    scores, order = row.sort(descending=True)  # only for a pronoun whose best antecedent disagrees
+    for score, j in zip(scores.tolist(), order.tolist()):
+        if not score > threshold:
+            return None
+        if agrees(j):
+            return j
+    return None
