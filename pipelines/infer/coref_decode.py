@@ -43,7 +43,7 @@ def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict
     the words that are personal pronouns. Mentions start and end on word boundaries, so only
     those tokens are candidates (a third fewer spans, none cutting a word)."""
     encoding = tokenizer.encode(text, add_special_tokens=False)
-    word_ids = encoding.word_ids
+    word_ids, offsets = encoding.word_ids, encoding.offsets  # each a new list per access: read once
     if len(word_ids) != n:  # cannot happen with one tokenizer; every token is then a candidate
         return [True] * n, [True] * n, {}
     starts = [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
@@ -53,7 +53,7 @@ def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict
         if starts[i]:
             first = i
         if ends[i] and word_ids[i] is not None:
-            kind = pronoun_kind(text[encoding.offsets[first][0]:encoding.offsets[i][1]])
+            kind = pronoun_kind(text[offsets[first][0]:offsets[i][1]])
             if kind is not None:
                 pronouns[(first, i)] = kind
     return starts, ends, pronouns
