@@ -162,3 +162,16 @@ def merge(
     from lfcli.pipelines.train.finetune import merge_adapter
 
     typer.echo(f"lfcli: wrote {merge_adapter(adapter, out, force=force)}", err=True)
+
+
+@app.command("average")
+@guarded
+def average(
+    adapters: Annotated[List[str], typer.Argument(metavar="DIR", help="Two or more LoRA adapter folders trained on from one start (`lfcli finetune -m ADAPTER`).", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Folder for the averaged adapter.")],
+    force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty output folder.")] = False,
+):
+    """Average LoRA adapters of one base, rank and head (a model soup): often better than each."""
+    from lfcli.pipelines.train.average import average_adapters
+
+    typer.echo(f"lfcli: wrote {average_adapters(adapters, output, force=force)}", err=True)
