@@ -388,3 +388,20 @@ def test_plot_training_draws_a_metrics_file(tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for source, png, _ in plot_training.BUNDLED_CURVES:  # the committed curves and their sources
         assert source.is_file() and png.is_file(), (source, png)
+
+
+def test_the_coref_models_headline_figures_agree_everywhere():
+    """The figures a user reads in `lfcli models`, the README's table and the card are those
+    of the card's metrics.json (a model retrained without updating one of them fails here)."""
+    from lfcli.models.bundled import TASK_MODELS, read_card, task_models_dir
+
+    name = "minilm-l6-long-litbank-coref"
+    metrics = json.loads((task_models_dir() / name / "metrics.json").read_text(encoding="utf-8"))
+    conll = f"{metrics['litbank_fold0_dev']['with_singletons']['conll_f1']:.1f}"
+    gap = f"{metrics['gap_validation']['overall_f1']:.1f}"
+    row = next(line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith(f"| `{name}`"))
+    for where, text in (("lfcli models", TASK_MODELS[name].scores), ("the README's table", row)):
+        assert f"CoNLL F1 {conll}" in text, f"{where} does not give dev CoNLL F1 {conll}"
+        assert f"F1 {gap}" in text, f"{where} does not give GAP F1 {gap}"
+    scores = read_card(name).split("## Scores", 1)[1].split("\n## ", 1)[0]
+    assert f"**{conll}**" in scores and f"**{gap}**" in scores, "the card's Scores tables do not give them"
