@@ -72,6 +72,11 @@ def test_adapters_that_cannot_average_are_refused(base, tmp_path):
     with pytest.raises(UsageError, match="--force"):
         average_adapters([str(one), str(one)], str(tmp_path / "taken"))
     assert (tmp_path / "taken" / "file").read_text() == "x"  # nothing lost
+    before = (one / ADAPTER_WEIGHTS).read_bytes()
+    for inside in (one, tmp_path):  # --force never removes an input, nor a folder holding one
+        with pytest.raises(UsageError, match="holds the adapter"):
+            average_adapters([str(one), str(one)], str(inside), force=True)
+    assert (one / ADAPTER_WEIGHTS).read_bytes() == before
 
 
 def test_the_command_writes_it_and_exits_1_on_bad_input(base, tmp_path):

@@ -419,5 +419,5 @@ def test_freeze_embeddings_keeps_the_base_tables_and_trains_the_layers(tiny, cor
     vocab, hidden = start["embeddings.word_embeddings.weight"].shape
     assert summary["trainable_parameters"] < sum(v.numel() for v in start.values()) - vocab * hidden
     # and a resume refuses to mix a frozen run with an unfrozen one
-    with pytest.raises(UsageError, match="other settings \(freeze_embeddings\)"):
+    with pytest.raises(UsageError, match=r"other settings \(freeze_embeddings\)"):
         pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **{**TINY_RUN, "max_steps": 3, "save_every": 0})

@@ -33,6 +33,9 @@ def average_adapters(folders: list[str], out: str, force: bool = False) -> Path:
     sources, target = [Path(f) for f in folders], Path(out)
     if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
         raise UsageError(f"{out} exists; pass --force to overwrite")
+    for folder in sources:  # --force must never remove an input
+        if target.resolve() == folder.resolve() or target.resolve() in folder.resolve().parents:
+            raise UsageError(f"-o {out} holds the adapter {folder}; write the mean to another folder")
     for folder in sources:
         if not is_adapter_folder(folder):
             raise InputError(f"{folder}: not a LoRA adapter folder ({ADAPTER_CONFIG} and {ADAPTER_WEIGHTS}); "
@@ -53,9 +56,10 @@ def average_adapters(folders: list[str], out: str, force: bool = False) -> Path:
     mean = {k: (sum(w[k].float() for w in weights) / len(weights)).to(v.dtype).contiguous()
             for k, v in weights[0].items()}
 
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(sources[0], target, ignore=shutil.ignore_patterns("train_state", "metrics.jsonl", "training_summary.json"))
+    # Replace only what this writes: the first adapter's config and tokenizer files, the mean.
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(sources[0], target, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("train_state", "metrics.jsonl", "training_summary.json"))
     save_file(mean, str(target / ADAPTER_WEIGHTS), metadata={"format": "pt"})
     config = json.loads((target / "config.json").read_text(encoding="utf-8"))
     config.setdefault("lfcli", {})["average"] = [str(f) for f in folders]
