@@ -15,7 +15,8 @@ from checkpoints import make_checkpoint
 from lfcli.models import LongformerConfig, LongformerForCoreference
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.infer.coref_decode import decode_clusters, pronoun_kind, words_of
-from lfcli.pipelines.infer.tasks import CorefTask, predict_rows
+from lfcli.pipelines.infer.coref_task import CorefTask
+from lfcli.pipelines.infer.tasks import predict_rows
 from lfcli.pipelines.infer.tokenize import DocumentTokenizer, token_span
 from lfcli.pipelines.train.coref import (
     CorefTrainTask,

@@ -11,7 +11,7 @@ from lfcli.pipelines.errors import UsageError
 from lfcli.pipelines.infer.policies import check_policy, global_positions
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.infer.runner import Pipeline, check_options
-from lfcli.pipelines.infer.tasks import CorefTask
+from lfcli.pipelines.infer.coref_task import CorefTask
 from lfcli.pipelines.infer.tokenize import DocumentTokenizer, owned_ranges, plan_windows
 
 

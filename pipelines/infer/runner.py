@@ -26,8 +26,9 @@ from .precision import DTYPES, resolve_dtype
 from ..progress import note
 from ..io.readers import Document
 from .tasks import (
-    TASKS, ClassifyTask, CorefTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
+    TASKS, ClassifyTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
 )
+from .coref_task import CorefTask
 from .tokenize import DocumentTokenizer
 from ..wording import plural
 

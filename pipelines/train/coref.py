@@ -28,7 +28,7 @@ and f_a are trained apart):
 The loss unit is the window (the trainer averages over windows).
 
 Validation: the held-out documents decoded exactly as `lfcli corefs --singletons` decodes
-(tasks.CorefTask), scored with the CoNLL-2012 measures (metrics.coref_scores) with one-mention
+(coref_task.CorefTask), scored with the CoNLL-2012 measures (metrics.coref_scores) with one-mention
 entities (LitBank's convention: the score that picks the best model) and without.
 """
 
@@ -45,7 +45,8 @@ import torch.nn.functional as F
 
 from ..errors import InputError, UsageError
 from ..io.readers import Document, iter_documents
-from ..infer.tasks import CorefTask, Item, batch_tensors, predict_rows
+from ..infer.coref_task import CorefTask
+from ..infer.tasks import Item, batch_tensors, predict_rows
 from ..infer.tokenize import token_span
 from .setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ..wording import plural
