@@ -28,13 +28,14 @@ import common  # noqa: E402
 
 
 def litbank(pipe, docs) -> dict:
+    from lfcli.pipelines.infer.coref_task import chain_spans
     from lfcli.pipelines.io.readers import Document
     from lfcli.pipelines.train.coref import score_clusters
 
     t0 = time.perf_counter()
     rows = list(pipe.run([Document(d.id, d.text) for d in docs]))
     seconds = time.perf_counter() - t0
-    pairs = [(d.clusters, [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []]) for d, row in zip(docs, rows)]
+    pairs = [(d.clusters, chain_spans(row)) for d, row in zip(docs, rows)]
     scores = score_clusters(pairs)
     scores["docs_per_minute"] = len(docs) / seconds * 60
     scores["seconds"] = seconds

@@ -97,10 +97,12 @@ def test_corefs_rows(ckpts, docs):
     assert r.exit_code == 0, r.output
     text = (docs / "a.txt").read_text()
     row = rows_of(r.stdout)[0]
-    assert isinstance(row["clusters"], list)
-    for cluster in row["clusters"]:
-        assert len(cluster) >= 2
-        assert all(text[m["start"]: m["end"]] == m["text"] for m in cluster)
+    assert isinstance(row["chains"], list)
+    for chain in row["chains"]:
+        assert len(chain["mentions"]) >= 2
+        assert all(text[m["start"]: m["end"]] == m["text"] for m in chain["mentions"])
+        assert chain["name"] is None or chain["name"] in {m["text"] for m in chain["mentions"]} | {
+            m["text"][:-2] for m in chain["mentions"]}
 
 
 def test_parquet_with_good_and_bad_rows(ckpts, tmp_path):

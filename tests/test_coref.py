@@ -15,6 +15,7 @@ from checkpoints import make_checkpoint
 from lfcli.models import LongformerConfig, LongformerForCoreference
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.infer.coref_decode import decode_clusters, pronoun_kind, words_of
+from lfcli.pipelines.infer.coref_entities import Mention, Profile
 from lfcli.pipelines.infer.coref_task import CorefTask
 from lfcli.pipelines.infer.tasks import predict_rows
 from lfcli.pipelines.infer.tokenize import DocumentTokenizer, token_span
@@ -160,6 +161,10 @@ def test_decoding_turns_known_scores_into_clusters():
         [(0, 0), (5, 5)], [(2, 3), (9, 9)], [(7, 8)]]
 
 
+def as_profiles(kinds):
+    return [Profile.of(Mention(kind=k)) if k else None for k in kinds]
+
+
 def test_pronoun_agreement_takes_the_next_antecedent_that_agrees():
     # spans: 0 "Anna", 1 "she", 2 "Tom", 3 "he", 4 "her", 5 "they"
     spans = torch.tensor([[0, 0], [2, 2], [4, 4], [6, 6], [8, 8], [10, 10]])
@@ -173,16 +178,16 @@ def test_pronoun_agreement_takes_the_next_antecedent_that_agrees():
     pair[5, 4], pair[5, 1] = 2.0, 1.0  # they: every chain it could join holds "she"
     plain = decode_clusters(spans, valid, pair, mention)
     assert plain == [[(0, 0), (2, 2), (4, 4), (6, 6), (8, 8), (10, 10)]]  # one chain: he, she and they
-    agreed = decode_clusters(spans, valid, pair, mention, kinds=kinds)
+    agreed = decode_clusters(spans, valid, pair, mention, profiles=as_profiles(kinds))
     # "he" has no antecedent that agrees (all are in the she-chain) and starts its own chain;
     # "her" skips "he" for Anna; "they" finds nothing above the dummy that agrees and stays alone
     assert agreed == [[(0, 0), (2, 2), (4, 4), (8, 8)], [(6, 6)], [(10, 10)]]
     # the threshold still rules: an agreeing antecedent below it is no antecedent
     # (Tom's 1.0 is below 1.2, so "he" joins Tom alone; "her" and "they" find nothing that agrees)
-    assert decode_clusters(spans, valid, pair, mention, link_threshold=1.2, kinds=kinds) == [
+    assert decode_clusters(spans, valid, pair, mention, link_threshold=1.2, profiles=as_profiles(kinds)) == [
         [(0, 0), (2, 2)], [(4, 4), (6, 6)], [(8, 8)], [(10, 10)]]
     # a chain of one kind only, or pronouns without kinds, decode as before
-    assert decode_clusters(spans, valid, pair, mention, kinds=[None] * 6) == plain
+    assert decode_clusters(spans, valid, pair, mention, profiles=[None] * 6) == plain
 
 
 def test_pronoun_kinds_and_the_words_that_are_pronouns(coref_dir):
@@ -209,13 +214,15 @@ def test_decoded_chains_never_mix_pronoun_kinds(coref_dir):
         with torch.no_grad():
             (row,) = predict_rows(model, CorefTask(tok, "none", singletons=True), [Document("d", text)],
                                   tok.tokenizer.token_to_id("[PAD]"))
-        return [{pronoun_kind(m["text"]) for m in c} - {None} for c in row["clusters"]]
+        return [{pronoun_kind(m["text"]) for m in c} - {None} for c in (chain["mentions"] for chain in row["chains"])]
 
     assert any(len(kinds) > 1 for kinds in chains(False))  # the test can fail: mixing happens
     assert all(len(kinds) <= 1 for kinds in chains(True))
 
 
 def test_windows_merge_across_a_boundary(coref_dir):
+    """A chain goes on from one window to the next through the mentions in their overlap, and
+    each mention is kept once, from the window that owns its position."""
     text = " ".join(["Elizabeth walked to the house ."] + ["The day was long and cold ."] * 6 + ["She smiled ."])
     tok = DocumentTokenizer.from_folder(coref_dir, 24)
     task = CorefTask(tok, "none", singletons=True)
@@ -223,24 +230,25 @@ def test_windows_merge_across_a_boundary(coref_dir):
     windows = [it.window.span for it in prepared.items]
     assert len(windows) >= 3
     offsets = prepared.encoded.offsets
-    tokens = {offsets[t][0]: t for t in range(len(offsets))}
-    eliz, she = tokens[text.index("Elizabeth")], tokens[text.index("She")]
-    # a mention in the overlap of the first two windows carries the chain from one to the next
-    (s0, e0), (s1, e1) = windows[0], windows[1]
-    bridge = next(t for t in range(s1, e0) if offsets[t][0] == text.index("The", offsets[s1][0]))
-    assert s0 <= eliz < s1 <= bridge < e0 and she >= e1
+    starts = [offsets[t][0] for t in range(len(offsets))]
+    eliz, she = starts.index(text.index("Elizabeth")), starts.index(text.index("She"))
+    days = [t for t, a in enumerate(starts) if text.startswith("The day", a)]
     results = [[] for _ in windows]
-    results[0] = [[(eliz, eliz), (bridge, bridge + 1)]]
-    results[1] = [[(bridge, bridge + 1), (she, she)]] if she < e1 else [[(bridge, bridge + 1)]]
-    results[-1] = [[(bridge, bridge + 1), (she, she)], [(she - 2, she - 2)]] if len(windows) == 2 else [[(she, she)]]
-    if len(windows) > 2:  # the last window sees only "She"; the middle one links it to the bridge
-        results[1] = [[(bridge, bridge + 1), (she, she)]]
+    # each window links the "The day" mentions it sees to the previous one, and the first
+    # window links Elizabeth to the first; the last window also links "She"
+    for w, (s, e) in enumerate(windows):
+        seen = [(t, t + 1) for t in days if s <= t and t + 1 < e]
+        if w == 0:
+            seen = [(eliz, eliz)] + seen
+        if s <= she < e:
+            seen.append((she, she))
+        results[w] = [seen] if seen else []
     row = task.finish(Document("d", text), prepared, results)
-    chain = [(m["start"], m["end"], m["text"]) for m in row["clusters"][0]]
-    assert [c[2] for c in chain] == ["Elizabeth", "The day", "She"]
+    chain = [(m["start"], m["end"], m["text"]) for m in row["chains"][0]["mentions"]]
+    assert [c[2] for c in chain] == ["Elizabeth"] + ["The day"] * len(days) + ["She"]
     assert all(text[a:z] == t for a, z, t in chain)
     task.singletons = False
-    assert len(task.finish(Document("d", text), prepared, results)["clusters"]) == 1
+    assert len(task.finish(Document("d", text), prepared, results)["chains"]) == 1
 
 
 def test_mentions_start_and_end_on_word_boundaries(coref_dir):
@@ -398,7 +406,7 @@ def test_finetune_corefs_end_to_end(base_dir, tmp_path):
     pipe = Pipeline("corefs", str(out), device="cpu")
     pipe.task.singletons = True
     (row,) = pipe.run([Document("x", TEXT)])
-    assert all(TEXT[m["start"]:m["end"]] == m["text"] for c in row["clusters"] for m in c)
+    assert all(TEXT[m["start"]:m["end"]] == m["text"] for c in row["chains"] for m in c["mentions"])
 
 
 # -- paragraphs, GAP as a training signal, the combined criterion ---------------------------------
@@ -522,3 +530,50 @@ def test_gap_weight_sets_what_a_gap_window_weighs(base_dir, tmp_path):
     assert default.fingerprint != heavier.fingerprint  # --resume with another weight is refused
     with pytest.raises(UsageError, match="--gap-weight"):
         setup_corefs(**common, gap_weight=0.0)
+
+
+# -- config.json's "coref" block: a setting of the wrong kind is refused in one line ----------------
+def _coref_checkpoint_with(coref_dir, tmp_path, **settings) -> Path:
+    import shutil
+
+    folder = tmp_path / "coref-set"
+    shutil.copytree(coref_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["coref"] = {**config.get("coref", {}), **settings}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_a_quoted_pronoun_agreement_is_refused_in_one_line(coref_dir, tmp_path):
+    """"pronoun_agreement": "false" (a string) read as on before; now the model refuses it,
+    and `lfcli corefs` exits 1 with one line naming the setting and the value."""
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+    from lfcli.models import ConfigError
+
+    folder = _coref_checkpoint_with(coref_dir, tmp_path, pronoun_agreement="false")
+    with pytest.raises(ConfigError, match=r'config\.json: "pronoun_agreement" in the "coref" block must be true or false.*got "false" \(a string\)'):
+        LongformerForCoreference.from_pretrained(folder)
+    doc = tmp_path / "doc.txt"
+    doc.write_text(TEXT)
+    result = CliRunner().invoke(app, ["corefs", str(doc), "-m", str(folder), "--quiet"])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and '"pronoun_agreement"' in lines[0] and '"false"' in lines[0], lines
+    assert result.stdout == ""
+    (folder / "config.json").write_text((folder / "config.json").read_text().replace('"false"', "false"))
+    assert LongformerForCoreference.from_pretrained(folder).pronoun_agreement is False  # the boolean is read
+
+
+@pytest.mark.parametrize("setting", [{"link_threshold": "0.5"}, {"mention_threshold": None}, {"max_span_width": "30"},
+                                     {"max_span_width": 2.5}, {"ffnn_size": True}, {"top_lambda": [0.4]}])
+def test_coref_settings_of_the_wrong_kind_are_refused(coref_dir, tmp_path, setting):
+    import re
+
+    from lfcli.models import ConfigError
+
+    folder = _coref_checkpoint_with(coref_dir, tmp_path, **setting)
+    (key, value), = setting.items()
+    with pytest.raises(ConfigError, match=rf'"{key}" in the "coref" block must be .*, got {re.escape(json.dumps(value))}'):
+        LongformerForCoreference.from_pretrained(folder)

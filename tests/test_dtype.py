@@ -150,7 +150,7 @@ def test_bf16_coreference_chains_agree():
     docs = [{"id": p.name, "text": p.read_text(encoding="utf-8")} for p in sorted((EXAMPLES / "docs").glob("*.txt"))]
 
     def chains(dtype):
-        return {r["id"]: [[(m["start"], m["end"]) for m in c] for c in r["clusters"]] for r in lfcli.corefs(docs, dtype=dtype)}
+        return {r["id"]: [[(m["start"], m["end"]) for m in c] for c in (chain["mentions"] for chain in r["chains"])] for r in lfcli.corefs(docs, dtype=dtype)}
 
     fp32, bf16 = chains("float32"), chains("bfloat16")
     agreement = coref_scores([(fp32[k], bf16[k]) for k in fp32])

@@ -141,6 +141,8 @@ def read_predictions(path: str, task: str) -> dict[str, dict]:
         row_id = _id_of(record, where)
         if row_id in rows:
             raise InputError(f"{where}: id {row_id!r} appears twice in the predictions")
+        if task == "corefs" and isinstance(record.get("chains"), list):  # lfcli's rows: chains of {name, mentions}
+            record["clusters"] = [chain.get("mentions") if isinstance(chain, dict) else chain for chain in record["chains"]]
         if record.get("error") is None and field not in record:
             raise InputError(f"{where}: no '{field}' field (is this lfcli {task} output?)")
         rows[row_id] = record

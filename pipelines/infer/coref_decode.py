@@ -15,26 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-# Personal pronouns by kind (person, number, gender). The kind of a one-word mention, as written
-# in lower case or capitalised ("US" the country is not "us").
-PRONOUN_KINDS = {
-    "he": "he him his himself",
-    "she": "she her hers herself",
-    "it": "it its itself",
-    "they": "they them their theirs themselves",
-    "i": "i me my mine myself",
-    "we": "we us our ours ourselves",
-}
-_KIND_OF_WORD = {word: kind for kind, words in PRONOUN_KINDS.items() for word in words.split()}
-
-
-def pronoun_kind(word: str) -> str | None:
-    """The kind of a personal pronoun ("he", "she", "it", "they", "i", "we"), else None."""
-    lower = word.lower()
-    if word not in (lower, lower.capitalize()):
-        return None
-    return _KIND_OF_WORD.get(lower)
-
+from .coref_entities import Profile, pronoun_kind
 
 def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict[tuple[int, int], str]]:
     """(starts, ends, pronouns) of a text's n tokens: whether each token is the first / last
@@ -60,7 +41,7 @@ def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict
 
 
 def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_threshold: float = 0.0,
-                    link_threshold: float = 0.0, kinds: list[str | None] | None = None) -> list[list[tuple[int, int]]]:
+                    link_threshold: float = 0.0, profiles: list[Profile | None] | None = None) -> list[list[tuple[int, int]]]:
     """One window's entities from its scores (LongformerForCoreference.forward, one sample).
 
     The kept spans whose mention score exceeds `mention_threshold` (0: probability 0.5) are
@@ -68,8 +49,10 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_thr
     best-scoring earlier mention when that beats the dummy antecedent (score 0; or
     `link_threshold`, which trades merges for precision), and links chain into clusters;
     a mention that links to nothing and is not linked to is a one-mention entity.
-    `kinds`: each span's pronoun kind or None (`words_of`); when given, a pronoun links to
-    the best antecedent whose chain holds no pronoun of another kind (pronoun agreement).
+    `profiles`: what each span says about its entity (coref_entities.Profile: its name,
+    pronoun, gender, quote) or None; when given, a mention links to the best antecedent
+    whose chain it is compatible with (different names, genders, pronoun kinds, or a
+    quote's speaker and addressee never share a chain).
     Spans are (start, end) token positions, end inclusive; clusters in order of their first
     mention, mentions in text order (the model's order)."""
     import torch
@@ -79,27 +62,29 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_thr
     best_score, best = pair.max(dim=1)
     cluster_of: dict[int, int] = {}
     clusters: list[list[int]] = []
-    chain_kinds: list[set[str]] = []  # the pronoun kinds each cluster holds
+    chain_profiles: list[Profile] = []  # what each cluster's mentions say
 
-    def kinds_of(j: int) -> set[str]:
+    def profile_of(j: int) -> Profile:
         if j in cluster_of:
-            return chain_kinds[cluster_of[j]]
-        return {kinds[j]} if kinds and kinds[j] else set()
+            return chain_profiles[cluster_of[j]]
+        return profiles[j] if profiles and profiles[j] else Profile()
 
     for i in torch.nonzero(is_mention).flatten().tolist():
-        kind = kinds[i] if kinds else None
-        agrees = (lambda j: not (kinds_of(j) - {kind})) if kind else None
+        own = profiles[i] if profiles else None
+        agrees = (lambda j: own.compatible(profile_of(j))) if own else None
         j = _antecedent(pair[i], int(best[i]), float(best_score[i]), link_threshold, agrees)
         if j is None:
             continue
         if j not in cluster_of:
-            chain_kinds.append(kinds_of(j))
+            chain = Profile()
+            chain.update(profile_of(j))
+            chain_profiles.append(chain)
             cluster_of[j] = len(clusters)
             clusters.append([j])
         cluster_of[i] = cluster_of[j]
         clusters[cluster_of[i]].append(i)
-        if kind:
-            chain_kinds[cluster_of[i]].add(kind)
+        if own:
+            chain_profiles[cluster_of[i]].update(own)
     singles = [[i] for i in torch.nonzero(is_mention).flatten().tolist() if i not in cluster_of]
     out = sorted(clusters + singles, key=lambda c: min(c))
     return [[(int(spans[i, 0]), int(spans[i, 1])) for i in sorted(c)] for c in out]

@@ -1,23 +1,148 @@
 """The coreference task: windows of a document, each decoded into chains (coref_decode.py),
-then joined into the document's entities."""
+then joined into the document's entities (DocumentEntities).
+
+Joining windows is where a long document is won or lost. Joining every two chains that share
+a mention lets one wrong link in one window merge two people, and over a novel's hundreds of
+windows such links percolate until one chain holds most of the book. So here a window's chain
+joins at most one entity of the window before it (the one it shares most mentions with), and
+only when the two can be one person (coref_entities.Profile: names, gender, pronouns, who
+speaks in which quote); a mention is kept from the window that owns its position (the one
+it sits furthest from an edge in). Then entities far apart join by name ("Teodor Varga" in
+chapter 1, "Teodor" in chapter 40): the same dominant name, or a shorter name that fits one
+such entity only. Memory: the previous window's mentions and the entities found so far.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from ..io.readers import Document
 from .coref_decode import decode_clusters, words_of
+from .coref_entities import Mention, MentionReader, Name, Profile
 from .tasks import Item, Task
 from .tokenize import paragraph_ids
 
+Span = tuple[int, int]  # a mention's first and last token (document positions)
+
+
+class _Entity:
+    __slots__ = ("mentions", "profile")
+
+    def __init__(self):
+        self.mentions: list[Span] = []
+        self.profile = Profile()
+
+
+class DocumentEntities:
+    """A document's entities, built window by window (see the module's notes)."""
+
+    def __init__(self, reader: MentionReader, rules: bool = True):
+        self.reader, self.rules = reader, rules
+        self.entities: list[_Entity] = []
+        self.previous: dict[Span, int] = {}  # the previous window's mentions -> entity
+
+    def _profile(self, spans) -> Profile:
+        p = Profile()
+        if self.rules:
+            for s in spans:
+                p.add(self.reader.mention(*s))
+        return p
+
+    def add_window(self, clusters: list[list[Span]], owned: tuple[int, int]) -> None:
+        """One window's chains; `owned`: the tokens [lo, hi) whose mentions this window keeps."""
+        lo, hi = owned
+        current: dict[Span, int] = {}
+        for cluster in clusters:
+            profile = self._profile(cluster)
+            votes = Counter(self.previous[m] for m in cluster if m in self.previous)
+            target = next((e for e, _ in votes.most_common() if self.entities[e].profile.compatible(profile)), None)
+            own = [m for m in cluster if lo <= m[0] < hi]
+            if target is None:
+                if not own:
+                    continue
+                target = len(self.entities)
+                self.entities.append(_Entity())
+            entity = self.entities[target]
+            entity.mentions.extend(own)
+            entity.profile.update(self._profile(own))
+            for m in cluster:
+                current[m] = target
+        self.previous = current
+
+    def link_names(self) -> list[list[Span]]:
+        """The entities with those far apart joined by name: entities whose most frequent
+        name is the same, then an entity whose name is a part of exactly one other's
+        ("Teodor" -> "Teodor Varga"), each only when compatible. Mentions in text order."""
+        entities = [e for e in self.entities if e.mentions]
+        for e in entities:
+            e.mentions.sort()
+        entities.sort(key=lambda e: e.mentions[0])
+        if self.rules:
+            entities = self._join_by_name(entities)
+        return [e.mentions for e in entities]
+
+    def _dominant_name(self, entity: _Entity) -> Name | None:
+        names = Counter(n for n in (self.reader.mention(*m).name for m in entity.mentions) if n)
+        return names.most_common(1)[0][0] if names else None
+
+    def _join_by_name(self, entities: list[_Entity]) -> list[_Entity]:
+        by_name: dict[Name, list[_Entity]] = {}
+        kept: list[_Entity] = []
+        for e in entities:  # the same dominant name: one entity, where compatible
+            name = self._dominant_name(e)
+            into = next((o for o in by_name.get(name, []) if o.profile.compatible(e.profile)), None) if name else None
+            if into is None:
+                kept.append(e)
+                if name:
+                    by_name.setdefault(name, []).append(e)
+            else:
+                _absorb(into, e)
+        gone: set[int] = set()
+        for name, group in sorted(by_name.items(), key=lambda kv: len(kv[0].words)):
+            for e in group:  # a short name that fits exactly one longer one
+                fits = [o for longer, others in by_name.items() if name.words < longer.words
+                        for o in others if id(o) not in gone and o.profile.compatible(e.profile)]
+                if len(fits) == 1:
+                    _absorb(fits[0], e)
+                    gone.add(id(e))
+        return sorted((e for e in kept if id(e) not in gone), key=lambda e: e.mentions[0])
+
+    def name_of(self, mentions: list[Span]) -> str | None:
+        """A chain's representative name: its most frequent proper-name mention, else its most
+        frequent mention that is no pronoun (possessive 's left out), else None."""
+        texts = [(self.reader.mention(*m), self.reader.text_of(*m)) for m in mentions]
+        for wanted in (lambda x: x.name is not None, lambda x: not x.kind and not x.person):
+            found = Counter(_without_possessive(t) for x, t in texts if wanted(x))
+            if found:
+                return found.most_common(1)[0][0]
+        return None
+
+
+def chain_spans(row: dict) -> list[list[tuple[int, int]]]:
+    """An output row's chains as lists of (start, end) character spans (empty for an error row)."""
+    return [[(m["start"], m["end"]) for m in chain["mentions"]] for chain in row.get("chains") or []]
+
+
+def _absorb(into: _Entity, other: _Entity) -> None:
+    into.mentions = sorted(into.mentions + other.mentions)
+    into.profile.update(other.profile)
+
+
+def _without_possessive(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:-2] if text[-2:] in ("'s", "\u2019s") else text
+
 
 class CorefTask(Task):
-    """Coreference chains. Rows: id, clusters: a list of clusters, each a list of
-    {start, end, text} character spans (end exclusive) of the document's text, mentions and
-    clusters in text order. `singletons`: also report one-mention entities (spans the model
-    scores as mentions, linked to nothing), as LitBank annotates them.
+    """Coreference chains. Rows: id, chains: a list of the document's entities, each
+    {name, mentions}: `name` its representative name (DocumentEntities.name_of) and
+    `mentions` its {start, end, text} character spans (end exclusive), mentions and chains in
+    text order. `singletons`: also report one-mention entities (spans the model scores as
+    mentions, linked to nothing), as LitBank annotates them.
 
     A document that fits the model's positions is one window; a longer one is cut into
-    windows overlapping by a quarter, each decoded on its own (`decode_clusters`), and
-    clusters of different windows merge where they share a mention (`finish`)."""
+    windows overlapping by a quarter, each decoded on its own (`decode_clusters`), then
+    joined into entities (DocumentEntities, in `finish`)."""
 
     name = "corefs"
 
@@ -33,7 +158,9 @@ class CorefTask(Task):
             s0, s1 = item.window.span
             item.extra["word_starts"], item.extra["word_ends"] = starts[s0:s1], ends[s0:s1]
             item.extra["paragraphs"] = paragraphs[s0:s1]
-            item.extra["pronouns"] = {(s, e): k for (s, e), k in pronouns.items() if s0 <= s and e < s1}
+        prepared.extra["mentions"] = MentionReader(doc.text, prepared.encoded.offsets, pronouns)
+        for item in prepared.items:
+            item.extra["mentions"] = prepared.extra["mentions"]  # one reader per document, shared
         return prepared
 
     def mention_masks(self, items: list[Item], n: int) -> dict:
@@ -64,46 +191,51 @@ class CorefTask(Task):
         spans, valid, pair, mention_scores = model(**batch, **masks)
         spans, valid, pair, mention_scores = spans.cpu(), valid.cpu(), pair.float().cpu(), mention_scores.float().cpu()
         thresholds = getattr(model, "mention_threshold", 0.0), getattr(model, "link_threshold", 0.0)
-        agreement = getattr(model, "pronoun_agreement", True)
+        rules = getattr(model, "pronoun_agreement", True)
         out = []
         for b, item in enumerate(items):
             shift = item.window.span[0] - item.window.content_start  # window position -> document token
-            pronouns = item.extra.get("pronouns", {})
-            kinds = [pronouns.get((s + shift, e + shift)) for s, e in spans[b].tolist()] if agreement else None
-            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds, kinds=kinds)
+            reader = item.extra.get("mentions") if rules else None
+            profiles = _Profiles(reader, spans[b].tolist(), shift) if reader else None
+            clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds, profiles=profiles)
             out.append([[(s + shift, e + shift) for s, e in c] for c in clusters])
         return out
 
     def finish(self, doc, prepared, results):
-        # Union-find over mentions: clusters from different windows that share a mention merge.
-        parent: dict[tuple[int, int], tuple[int, int]] = {}
-
-        def find(m):
-            while parent.setdefault(m, m) != m:
-                parent[m] = parent[parent[m]]
-                m = parent[m]
-            return m
-
-        for window_clusters in results:
-            for cluster in window_clusters:
-                find(cluster[0])
-                for m in cluster[1:]:
-                    parent[find(m)] = find(cluster[0])
-        groups: dict[tuple[int, int], set] = {}
-        for m in list(parent):
-            groups.setdefault(find(m), set()).add(m)
+        reader = prepared.extra.get("mentions") or MentionReader(doc.text, prepared.encoded.offsets, {})
+        entities = DocumentEntities(reader, rules=bool(prepared.extra.get("mentions")))
+        for item, clusters in zip(prepared.items, results):
+            entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
-        clusters = []
-        for members in groups.values():
-            spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in members})
+        chains = []
+        for mentions in entities.link_names():
+            spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in mentions})
             if len(spans) < 2 and not self.singletons:
                 continue
-            clusters.append([{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans])
-        clusters.sort(key=lambda c: (c[0]["start"], c[0]["end"]))
-        return {"id": doc.id, "clusters": clusters}
+            chains.append({"name": entities.name_of(mentions),
+                           "mentions": [{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans]})
+        chains.sort(key=lambda c: (c["mentions"][0]["start"], c["mentions"][0]["end"]))
+        return {"id": doc.id, "chains": chains}
 
     def schema(self):
         import pyarrow as pa
 
         mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
-        return pa.schema([("id", pa.string()), ("clusters", pa.list_(pa.list_(mention))), ("error", pa.string())])
+        chain = pa.struct([("name", pa.string()), ("mentions", pa.list_(mention))])
+        return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("error", pa.string())])
+
+
+class _Profiles:
+    """The profiles of a window's kept spans (window positions), read only for the spans the
+    decoder asks about: those it keeps as mentions."""
+
+    def __init__(self, reader: MentionReader, spans: list[list[int]], shift: int):
+        self.reader, self.spans, self.shift = reader, spans, shift
+        self._read: dict[int, Profile | None] = {}
+
+    def __getitem__(self, k: int) -> Profile | None:
+        if k not in self._read:
+            s, e = self.spans[k]
+            mention: Mention = self.reader.mention(s + self.shift, e + self.shift)
+            self._read[k] = Profile.of(mention) if mention.says_anything else None
+        return self._read[k]

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 
 from ..errors import InputError, UsageError
 from ..io.readers import Document, iter_documents
-from ..infer.coref_task import CorefTask
+from ..infer.coref_task import CorefTask, chain_spans
 from ..infer.tasks import Item, batch_tensors, predict_rows
 from ..infer.tokenize import token_span
 from .setups import Setup, fingerprint_of, report_skipped, training_tokenizer
@@ -263,7 +263,7 @@ class CorefTrainTask:
 
     def evaluate(self, model) -> dict:
         rows = predict_rows(model, self.coref, [Document(d.id, d.text) for d in self.validation], self.pad_id)
-        pairs = [(d.clusters, [[(m["start"], m["end"]) for m in c] for c in row["clusters"]])
+        pairs = [(d.clusters, chain_spans(row))
                  for d, row in zip(self.validation, rows)]
         metrics = score_clusters(pairs)
         if self.gap_validation:
@@ -366,7 +366,7 @@ def gap_scores_of_rows(examples, rows) -> dict:
     """GAP's scorecard of `lfcli corefs` rows, one per GAP example, in the examples' order."""
     from ..eval.metrics import gap_decisions, gap_scores
 
-    decisions = {ex.id: gap_decisions(ex, [[(m["start"], m["end"]) for m in c] for c in row.get("clusters") or []])
+    decisions = {ex.id: gap_decisions(ex, chain_spans(row))
                  for ex, row in zip(examples, rows)}
     return gap_scores(examples, decisions)
 

@@ -1,0 +1,276 @@
+"""What a mention says about who it can be, and the rules that keep two people apart.
+
+A chain (an entity) is summed up by a `Profile`: the proper names its mentions use, the
+personal pronouns, the grammatical gender its names, honorifics, gendered nouns and pronouns
+give it, and which quotes it speaks ("I") or is spoken to ("you") in. Two profiles that
+cannot be one person are kept apart everywhere chains are built or joined: by the window
+decoder (coref_decode.decode_clusters), by the merge of windows into a document's entities,
+and by the name linking over a whole book (coref_task.DocumentEntities).
+
+Each rule is one small function:
+  names_compatible     "Teodor Varga", "Mr. Varga" and "Teodor" can be one; "Teodor" and
+                       "Ilka" cannot, nor "Mr. Varga" and "Mrs. Varga"
+  genders_agree        "Mr. Varga", "the woman" and "she" cannot be one
+  pronouns_agree       "he" and "they", "it" and "she", "I" and "he" cannot be one
+  speakers_differ      in one quote, the speaker's "I" and the "you" addressed are two people
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+# Personal pronouns by kind (person, number, gender). The kind of a one-word mention, as written
+# in lower case or capitalised ("US" the country is not "us").
+PRONOUN_KINDS = {
+    "he": "he him his himself",
+    "she": "she her hers herself",
+    "it": "it its itself",
+    "they": "they them their theirs themselves",
+    "i": "i me my mine myself",
+    "we": "we us our ours ourselves",
+}
+_KIND_OF_WORD = {word: kind for kind, words in PRONOUN_KINDS.items() for word in words.split()}
+
+
+def pronoun_kind(word: str) -> str | None:
+    """The kind of a personal pronoun ("he", "she", "it", "they", "i", "we"), else None."""
+    lower = word.lower()
+    if word not in (lower, lower.capitalize()):
+        return None
+    return _KIND_OF_WORD.get(lower)
+
+# Honorifics: (the form of address, which says married or not, and the gender). Two names
+# with different forms ("Mrs. Bennet", "Miss Bennet") are two people.
+HONORIFICS = {
+    "mr": ("mr", "m"), "mister": ("mr", "m"), "messrs": ("mr", "m"), "sir": (None, "m"), "lord": (None, "m"),
+    "mrs": ("mrs", "f"), "madam": ("mrs", "f"), "madame": ("mrs", "f"), "mme": ("mrs", "f"),
+    "miss": ("miss", "f"), "mademoiselle": ("miss", "f"), "mlle": ("miss", "f"),
+    "ms": (None, "f"), "lady": (None, "f"), "dame": (None, "f"),
+}
+# Nouns that say a person's gender, as a mention's head ("the old woman", "the King").
+GENDERED_NOUNS = {
+    "m": "man men gentleman boy lad fellow father son brother husband uncle nephew grandfather king prince duke "
+         "earl count baron lord sir master mister monk priest widower bridegroom gentlemen sir",
+    "f": "woman women lady girl lass maid maiden mother daughter sister wife aunt niece grandmother queen princess "
+         "duchess countess baroness madam mistress widow bride nun ladies",
+}
+_NOUN_GENDER = {word: g for g, words in GENDERED_NOUNS.items() for word in words.split()}
+_PRONOUN_GENDER = {"he": "m", "she": "f"}
+SECOND_PERSON = frozenset("you your yours yourself yourselves thou thee thy thine thyself ye".split())
+# Capitalised words that start a mention without making it a name.
+_NOT_NAMES = frozenset(
+    "a an the this that these those my your his her its our their one some any every each all both no none nobody "
+    "somebody someone everybody everyone anybody anyone nothing something everything who whom whose which what "
+    "father mother papa mama mamma sir madam ma'am uncle aunt".split()
+)
+# Words before a name that are not part of it ("the", "poor Alice", "old Teodor").
+_BEFORE_NAMES = frozenset("the poor old young little dear good".split())
+# Small words that may sit inside a name ("Queen of Hearts", "Lady Catherine de Bourgh").
+_NAME_JOINERS = frozenset("of de du da van von la le the".split())
+_WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
+
+
+class Name(NamedTuple):
+    """A proper name: its words (lower case, honorifics left out), its form of address
+    ("mr", "mrs", "miss" or None) and the gender its honorific or head noun gives."""
+
+    words: frozenset
+    address: str | None
+    gender: str | None
+
+
+def proper_name(text: str) -> Name | None:
+    """The name a mention's text gives, when it is a name: every word capitalised but small
+    joiners, at most five words, not a group ("the King and Queen"), not a pronoun.
+    "the Mock Turtle" -> {mock, turtle}; "Mr. Darcy's" -> {darcy}, mr, m; "the captain" -> None."""
+    words = _WORD.findall(text.replace("\u2019", "'"))
+    words = [w[:-2] if w.lower().endswith("'s") else w.rstrip(".") for w in words]
+    while words[:-1] and words[0].lower() in _BEFORE_NAMES:
+        words = words[1:]
+    if not words or len(words) > 5 or any(w.lower() in ("and", "or") for w in words):
+        return None
+    if words[0].lower() in _NOT_NAMES or pronoun_kind(words[0]) or words[0].lower() in SECOND_PERSON:
+        return None
+    address = gender = None
+    kept = []
+    for i, w in enumerate(words):
+        lower = w.lower()
+        if lower in HONORIFICS:  # alone ("Mr.") it names nobody
+            address, gender = HONORIFICS[lower]
+            continue
+        if not w[0].isupper() and lower not in _NAME_JOINERS:
+            return None
+        if lower not in _NAME_JOINERS:
+            kept.append(lower)
+    if not kept:
+        return None
+    lower = [w.lower() for w in words]
+    head = lower[lower.index("of") - 1] if "of" in lower[1:] else kept[-1]  # "Queen of Hearts": Queen
+    return Name(frozenset(kept), address, gender or _NOUN_GENDER.get(head))
+
+
+def names_compatible(a: Name, b: Name) -> bool:
+    """Whether two names can name one person: the same gender and form of address where both
+    say one, and the words of one among the other's ("Mr. Varga" ~ "Teodor Varga" ~ "Teodor";
+    not "Teodor" ~ "Ilka", not "Mr. Varga" ~ "Mrs. Varga", not "Captain Flint" ~ "Captain Smollett")."""
+    if a.gender and b.gender and a.gender != b.gender:
+        return False
+    if a.address and b.address and a.address != b.address:
+        return False
+    return a.words <= b.words or b.words <= a.words
+
+
+def genders_agree(a: set[str], b: set[str]) -> bool:
+    """Whether two sets of genders ("m", "f") can be one person's."""
+    return len(a | b) <= 1
+
+
+def pronouns_agree(a: set[str], b: set[str]) -> bool:
+    """Whether two sets of personal-pronoun kinds can be one chain's: one kind at most ("he"
+    and "she", "it" and "they", "I" and "we" never; see PRONOUN_KINDS)."""
+    return len(a | b) <= 1
+
+
+def speakers_differ(a: dict[int, set[int]], b: dict[int, set[int]]) -> bool:
+    """Whether, in some quote, one side says "I" and the other is the "you" addressed: the
+    speaker and the person spoken to are two people. Maps: quote -> persons (1, 2) used there."""
+    return any(q in b and ((1 in persons and 2 in b[q]) or (2 in persons and 1 in b[q])) for q, persons in a.items())
+
+
+@dataclass
+class Mention:
+    """What one mention says about its entity (all optional)."""
+
+    name: Name | None = None
+    kind: str | None = None  # personal pronoun kind (PRONOUN_KINDS)
+    gender: str | None = None
+    quote: int | None = None  # the quote it sits in
+    person: int | None = None  # 1: "I", 2: "you"
+
+    @property
+    def says_anything(self) -> bool:
+        return bool(self.name or self.kind or self.gender or self.person)
+
+
+@dataclass
+class Profile:
+    """What a chain's mentions say about its entity; see the rules above."""
+
+    names: set = field(default_factory=set)
+    kinds: set = field(default_factory=set)
+    genders: set = field(default_factory=set)
+    quotes: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, mention: Mention) -> "Profile":
+        p = cls()
+        p.add(mention)
+        return p
+
+    def add(self, m: Mention) -> None:
+        if m.name:
+            self.names.add(m.name)
+        if m.kind:
+            self.kinds.add(m.kind)
+        if m.gender:
+            self.genders.add(m.gender)
+        if m.person and m.quote is not None:
+            self.quotes.setdefault(m.quote, set()).add(m.person)
+
+    def update(self, other: "Profile") -> None:
+        self.names |= other.names
+        self.kinds |= other.kinds
+        self.genders |= other.genders
+        for q, persons in other.quotes.items():
+            self.quotes.setdefault(q, set()).update(persons)
+
+    def compatible(self, other: "Profile") -> bool:
+        """Whether the two can be one entity: every rule above holds between them."""
+        return (
+            pronouns_agree(self.kinds, other.kinds)
+            and genders_agree(self.genders, other.genders)
+            and not speakers_differ(self.quotes, other.quotes)
+            and all(names_compatible(a, b) for a in self.names for b in other.names)
+        )
+
+
+_OPEN_CLOSE = {"\u201c": "\u201d", "\u2018": "\u2019", '"': '"', "'": "'"}
+_QUOTE_MARKS = frozenset(_OPEN_CLOSE) | frozenset(_OPEN_CLOSE.values())
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+def quote_spans(text: str) -> list[tuple[int, int]]:
+    """The character ranges of quoted speech, in order: between “ and ”, ‘ and ’, or straight
+    quotes; a straight or curly single quote opens only after a space or a paragraph start
+    and closes only before one or before punctuation (so "Alice's" and "don't" are not
+    quotes); a paragraph break closes any open quote (speech that goes on in the next
+    paragraph reopens there)."""
+    spans: list[tuple[int, int]] = []
+    breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)] + [len(text)]
+    start = 0
+    for end in breaks:
+        _quotes_in(text, start, end, spans)
+        start = end
+    return spans
+
+
+def _quotes_in(text: str, lo: int, hi: int, spans: list) -> None:
+    opened: tuple[int, str] | None = None
+    for i in range(lo, hi):
+        c = text[i]
+        if c not in _QUOTE_MARKS:
+            continue
+        before = text[i - 1] if i > lo else " "
+        after = text[i + 1] if i + 1 < hi else " "
+        if opened is None:
+            single = c in "'\u2018"
+            if c in _OPEN_CLOSE and (not single or (not before.isalnum() and after.isalpha())):
+                opened = (i, _OPEN_CLOSE[c])
+        elif c == opened[1] or (opened[1] == "'" and c == "\u2019") or (opened[1] == "\u2019" and c == "'"):
+            if c in "'\u2019" and after.isalpha():
+                continue  # an apostrophe inside the quote ("don't")
+            spans.append((opened[0], i + 1))
+            opened = None
+
+
+class MentionReader:
+    """Mentions of one document read from its text: `mention(first, last)` for a span of
+    token positions (end inclusive), computed once per span."""
+
+    def __init__(self, text: str, offsets: list[tuple[int, int]], pronouns: dict[tuple[int, int], str]):
+        self.text, self.offsets, self.pronouns = text, offsets, pronouns
+        self.quotes = quote_spans(text)
+        self._quote_starts = [a for a, _ in self.quotes]
+        self._cache: dict[tuple[int, int], Mention] = {}
+
+    def quote_of(self, char: int) -> int | None:
+        k = bisect.bisect_right(self._quote_starts, char) - 1
+        return k if k >= 0 and char < self.quotes[k][1] else None
+
+    def mention(self, first: int, last: int) -> Mention:
+        found = self._cache.get((first, last))
+        if found is None:
+            found = self._cache[(first, last)] = self._read(first, last)
+        return found
+
+    def text_of(self, first: int, last: int) -> str:
+        return self.text[self.offsets[first][0]:self.offsets[last][1]]
+
+    def _read(self, first: int, last: int) -> Mention:
+        text = self.text_of(first, last)
+        kind = self.pronouns.get((first, last))
+        quote = self.quote_of(self.offsets[first][0])
+        if kind:
+            return Mention(kind=kind, gender=_PRONOUN_GENDER.get(kind), quote=quote, person=1 if kind == "i" else None)
+        if text.lower() in SECOND_PERSON:
+            return Mention(quote=quote, person=2)
+        name = proper_name(text)
+        if name:
+            return Mention(name=name, gender=name.gender)
+        words = text.lower().split()
+        head = words[words.index("of") - 1] if "of" in words[1:] else words[-1] if words else ""
+        return Mention(gender=_NOUN_GENDER.get(head.strip(".,;:!?'\u2019")))

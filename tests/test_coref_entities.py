@@ -1,0 +1,149 @@
+"""The rules that keep two people apart (pipelines/infer/coref_entities.py) and the document
+merge that uses them (coref_task.DocumentEntities): each rule on its own, then windows of a
+made-up story joined with and without them."""
+
+from __future__ import annotations
+
+import pytest
+
+from lfcli.pipelines.infer.coref_entities import (
+    Mention, MentionReader, Name, Profile, genders_agree, names_compatible, pronouns_agree, proper_name, quote_spans,
+    speakers_differ,
+)
+from lfcli.pipelines.infer.coref_task import DocumentEntities
+
+
+def name(text: str) -> Name:
+    found = proper_name(text)
+    assert found is not None, text
+    return found
+
+
+@pytest.mark.parametrize("text, words, address, gender", [
+    ("Teodor Varga", {"teodor", "varga"}, None, None),
+    ("Mr. Varga", {"varga"}, "mr", "m"),
+    ("Mrs. Varga's", {"varga"}, "mrs", "f"),
+    ("the Mock Turtle", {"mock", "turtle"}, None, None),
+    ("the Queen of Hearts", {"queen", "hearts"}, None, "f"),
+    ("old Teodor", {"teodor"}, None, None),
+    ("Lady Catherine de Bourgh", {"catherine", "bourgh"}, None, "f"),
+])
+def test_proper_names_are_read_from_a_mentions_text(text, words, address, gender):
+    assert name(text) == Name(frozenset(words), address, gender)
+
+
+@pytest.mark.parametrize("text", ["the captain", "She", "You", "the King and Queen of Hearts", "my Father", "Nobody",
+                                  "a man called Ruben who played the cello", "Mr."])
+def test_what_is_no_proper_name(text):
+    assert proper_name(text) is None
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("Teodor Varga", "Mr. Varga", True),
+    ("Teodor Varga", "Teodor", True),
+    ("Mr. Varga", "Teodor", False),  # no word in common
+    ("Teodor", "Ilka", False),
+    ("Mr. Varga", "Mrs. Varga", False),  # gender
+    ("Mrs. Varga", "Miss Varga", False),  # form of address
+    ("Captain Flint", "Captain Smollett", False),
+    ("the Rabbit", "the White Rabbit", True),
+    ("the King", "the Queen", False),
+])
+def test_names_compatible(a, b, same):
+    assert names_compatible(name(a), name(b)) is same
+    assert names_compatible(name(b), name(a)) is same
+
+
+def test_genders_and_pronouns_agree():
+    assert genders_agree({"m"}, {"m"}) and genders_agree(set(), {"f"})
+    assert not genders_agree({"m"}, {"f"})
+    assert pronouns_agree({"he"}, {"he"}) and pronouns_agree(set(), {"it"})
+    assert not pronouns_agree({"he"}, {"they"}) and not pronouns_agree({"i"}, {"she"})
+
+
+def test_a_speaker_and_the_person_addressed_in_one_quote_differ():
+    assert speakers_differ({3: {1}}, {3: {2}})
+    assert speakers_differ({3: {2}}, {3: {1, 2}})
+    assert not speakers_differ({3: {1}}, {4: {2}})  # another quote: the next speaker may be the one addressed
+    assert not speakers_differ({3: {1}}, {3: {1}})
+
+
+def test_quotes_are_found_and_apostrophes_are_not_quotes():
+    text = "\u201cI am,\u201d said Ilka. 'Don't you see?' Alice's cat said 'yes'.\n\n\"New\" paragraph \u201copen"
+    spans = [text[a:z] for a, z in quote_spans(text)]
+    assert spans == ["\u201cI am,\u201d", "'Don't you see?'", "'yes'", '"New"']
+
+
+def profile(*mentions: Mention) -> Profile:
+    p = Profile()
+    for m in mentions:
+        p.add(m)
+    return p
+
+
+def test_profiles_refuse_what_cannot_be_one_person():
+    varga = profile(Mention(name=name("Mr. Varga"), gender="m"))
+    assert varga.compatible(profile(Mention(name=name("Teodor Varga"))))
+    assert varga.compatible(profile(Mention(kind="he", gender="m")))
+    assert not varga.compatible(profile(Mention(kind="she", gender="f")))
+    assert not varga.compatible(profile(Mention(name=name("Ilka"))))
+    assert not profile(Mention(kind="i", quote=0, person=1)).compatible(profile(Mention(quote=0, person=2)))
+
+
+STORY = (
+    "Teodor Varga climbed the tower. He lit the lamp. Ilka wrote to him. She lived in the city.\n\n"
+    "Mr. Varga read her letter. \u201cI will not retire,\u201d he told you. Mrs. Varga laughed."
+)
+
+
+def reader_and_spans(text: str):
+    """A MentionReader over whitespace words (one token a word, punctuation kept with it) and
+    each word's token span by its text."""
+    import re
+
+    words = [(m.start(), m.end()) for m in re.finditer(r"[\w.]+", text)]
+    offsets = [(a, z - 1) if text[z - 1] == "." and text[a:z] not in ("Mr.", "Mrs.") else (a, z) for a, z in words]
+    from lfcli.pipelines.infer.coref_entities import pronoun_kind
+
+    pronouns = {(i, i): pronoun_kind(text[a:z]) for i, (a, z) in enumerate(offsets) if pronoun_kind(text[a:z])}
+    index = {}
+    for i, (a, z) in enumerate(offsets):
+        index.setdefault(text[a:z], []).append(i)
+    return MentionReader(text, offsets, pronouns), index
+
+
+def test_one_wrong_link_does_not_merge_two_people_across_windows():
+    reader, at = reader_and_spans(STORY)
+    teodor, ilka, he, she = (at["Teodor"][0], at["Varga"][0]), (at["Ilka"][0],) * 2, (at["He"][0],) * 2, (at["She"][0],) * 2
+    him, mr = (at["him"][0],) * 2, (at["Mr."][0], at["Varga"][1])
+    her = (at["her"][0],) * 2
+    everything = at["Mrs."][0] + 2
+    # window 1 links well; window 2 (overlapping it) wrongly puts Ilka with Teodor's "him"
+    window1 = [[teodor, he, him], [ilka, she]]
+    window2 = [[him, ilka, her], [mr]]
+    merged = DocumentEntities(reader)
+    merged.add_window(window1, (0, at["Mr."][0]))
+    merged.add_window(window2, (at["Mr."][0] - 3, everything))
+    chains = merged.link_names()
+    texts = [{reader.text_of(*m) for m in c} for c in chains]
+    assert {"Teodor Varga", "He", "him", "Mr. Varga"} <= next(t for t in texts if "Teodor Varga" in t)
+    assert not any("Ilka" in t and "Teodor Varga" in t for t in texts)
+    assert "her" not in next(t for t in texts if "Teodor Varga" in t)
+    # without the rules, the shared "him" takes Ilka's "her" into Teodor's chain
+    plain = DocumentEntities(reader, rules=False)
+    plain.add_window(window1, (0, at["Mr."][0]))
+    plain.add_window(window2, (at["Mr."][0] - 3, everything))
+    assert any({"Teodor Varga", "her"} <= {reader.text_of(*m) for m in c} for c in plain.link_names())
+
+
+def test_far_apart_chains_join_by_name_and_get_a_representative_name():
+    reader, at = reader_and_spans(STORY)
+    teodor, he, mr = (at["Teodor"][0], at["Varga"][0]), (at["He"][0],) * 2, (at["Mr."][0], at["Varga"][1])
+    mrs = (at["Mrs."][0], at["Varga"][2])
+    merged = DocumentEntities(reader)
+    merged.add_window([[teodor, he], [mr], [mrs]], (0, at["Mrs."][0] + 2))
+    chains = merged.link_names()
+    assert [[reader.text_of(*m) for m in c] for c in chains] == [["Teodor Varga", "He", "Mr. Varga"], ["Mrs. Varga"]]
+    assert merged.name_of(chains[0]) in ("Teodor Varga", "Mr. Varga")
+    assert merged.name_of(chains[1]) == "Mrs. Varga"
+    assert merged.name_of([he]) is None
