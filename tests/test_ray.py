@@ -21,6 +21,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 from checkpoints import task_checkpoints
+from tolerance import assert_rows_close
 from typer.testing import CliRunner
 
 from lfcli.cli import app
@@ -96,16 +97,6 @@ def _rows(path: Path) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
-def _close(a, b, tol=1e-4) -> bool:
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_close(a[k], b[k], tol) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_close(x, y, tol) for x, y in zip(a, b))
-    if isinstance(a, float):
-        return abs(a - b) <= tol
-    return a == b
-
-
 @pytest.mark.parametrize("task", ["embed", "classify", "qa"])
 def test_ray_engine_gives_the_local_engines_rows(ray_cluster, ckpts, dataset, tmp_path, task):
     # embed takes ids from a column; classify and qa number the rows (ids "part-0.parquet:17").
@@ -125,8 +116,9 @@ def test_ray_engine_gives_the_local_engines_rows(ray_cluster, ckpts, dataset, tm
     assert len(want) == 3 * ROWS_PER_FILE and got.keys() == want.keys()
     errors = [k for k, row in want.items() if row["error"]]
     assert 10 < len(errors) < 60  # null and blank texts (and, for qa, rows without a question)
-    for key, row in want.items():
-        assert _close(row, got[key]), (key, row, got[key])
+    # ids, labels, spans, token counts and errors exactly; scores, embeddings and answer scores
+    # to float rounding: the actor batches and threads differently from the local process
+    assert_rows_close(got, want)
     if task == "embed":
         assert max(row["n_tokens"] or 0 for row in want.values()) > 128  # windowed documents ran
     # the same output again is refused at once, before Ray is asked for anything
