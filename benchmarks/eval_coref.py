@@ -13,7 +13,8 @@ masculine, feminine, and the bias ratio F/M.
     python benchmarks/eval_coref.py -m DIR --json out.json
     python benchmarks/eval_coref.py --quick                  # 3 LitBank documents, 60 GAP rows
     python benchmarks/eval_coref.py --link-threshold 1.0     # decode with another threshold
-    python benchmarks/eval_coref.py --no-pronoun-agreement   # let a chain mix "he" and "she"
+    python benchmarks/eval_coref.py --no-pronoun-agreement   # decode without the rules of coref_entities.py
+    python benchmarks/eval_coref.py --joined 5               # also the dev documents joined five to a document
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 
-def litbank(pipe, docs) -> dict:
+def litbank(pipe, docs, parts=None) -> dict:
     from lfcli.pipelines.infer.coref_task import chain_spans
     from lfcli.pipelines.io.readers import Document
     from lfcli.pipelines.train.coref import score_clusters
@@ -39,7 +40,40 @@ def litbank(pipe, docs) -> dict:
     scores = score_clusters(pairs)
     scores["docs_per_minute"] = len(docs) / seconds * 60
     scores["seconds"] = seconds
+    if parts is not None:
+        scores["cross_part_mentions"] = cross_part_share(rows, parts)
     return scores
+
+
+def joined(docs, size: int):
+    """The documents joined `size` to a document (blank lines between), gold chains shifted;
+    and for each joined document the character ranges of its parts."""
+    from lfcli.pipelines.train.coref import CorefDocument
+
+    out, parts = [], []
+    for k in range(0, len(docs), size):
+        text, clusters, ranges = "", [], []
+        for d in docs[k:k + size]:
+            shift = len(text) + (2 if text else 0)
+            text = f"{text}\n\n{d.text}" if text else d.text
+            clusters += [[(a + shift, z + shift) for a, z in c] for c in d.clusters]
+            ranges.append((shift, shift + len(d.text)))
+        out.append(CorefDocument(f"joined:{k // size}", text, clusters))
+        parts.append(ranges)
+    return out, parts
+
+
+def cross_part_share(rows, parts) -> float:
+    """The share of predicted mentions that sit in a chain holding mentions of two parts."""
+    from lfcli.pipelines.infer.coref_task import chain_spans
+
+    total = crossing = 0
+    for row, ranges in zip(rows, parts):
+        for chain in chain_spans(row):
+            where = {next(i for i, (a, z) in enumerate(ranges) if a <= s < z) for s, _ in chain}
+            total += len(chain)
+            crossing += len(chain) if len(where) > 1 else 0
+    return 100 * crossing / max(total, 1)
 
 
 def main(argv=None) -> dict:
@@ -52,6 +86,10 @@ def main(argv=None) -> dict:
     p.add_argument("--no-pronoun-agreement", action="store_true",
                    help="decode without the pronoun-agreement rule (pipelines/infer/coref_decode.py)")
     p.add_argument("--gap-rows", type=int, default=None, help="GAP validation rows (default all 454; quick 60; 0: skip GAP)")
+    p.add_argument("--joined", type=int, default=0, metavar="N",
+                   help="also score the dev documents joined N to a document (long documents of several novels: "
+                        "no chain should cross from one to another)")
+    p.add_argument("--max-length", type=int, default=None, help="as lfcli corefs --max-length (window length)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
@@ -69,7 +107,7 @@ def main(argv=None) -> dict:
     if not conll.is_dir() or not gap.is_file():
         raise SystemExit(f"{conll} or {gap}: missing (the data lives in ../shared/data)")
     started = time.perf_counter()
-    pipe = lfcli.Pipeline("corefs", model=args.model, singletons=True, dtype=args.dtype)
+    pipe = lfcli.Pipeline("corefs", model=args.model, singletons=True, dtype=args.dtype, max_length=args.max_length)
     if args.link_threshold is not None:
         pipe.model.link_threshold = args.link_threshold
     if args.mention_threshold is not None:
@@ -81,13 +119,19 @@ def main(argv=None) -> dict:
     common.print_header(f"Coreference: {args.model} ({dtype}, link threshold {pipe.model.link_threshold})", info)
     docs, _ = read_coref_documents([str(conll)], ids=ids)
     docs = docs[:3] if args.quick else docs
-    results = {"model": args.model, "dtype": str(dtype), "link_threshold": pipe.model.link_threshold,
+    results = {"model": args.model, "dtype": str(dtype), "max_length": pipe.tokenizer.max_length, "link_threshold": pipe.model.link_threshold,
                "mention_threshold": pipe.model.mention_threshold, "pronoun_agreement": pipe.model.pronoun_agreement,
                "machine": info}
     lit = results["litbank_dev"] = litbank(pipe, docs)
     print(f"LitBank fold-0 dev, {lit['documents']} documents: CoNLL F1 {lit['conll_f1']:.1f} (MUC {lit['muc_f1']:.1f}, "
           f"B3 {lit['b_cubed_f1']:.1f}, CEAF-e {lit['ceaf_e_f1']:.1f}; mentions {lit['mention_f1']:.1f}); "
           f"without singletons {lit['conll_f1_no_singletons']:.1f}; {lit['docs_per_minute']:.1f} documents/min")
+    if args.joined:
+        long_docs, parts = joined(docs, args.joined)
+        j = results["litbank_dev_joined"] = litbank(pipe, long_docs, parts)
+        print(f"LitBank fold-0 dev joined {args.joined} to a document ({len(long_docs)} documents): CoNLL F1 "
+              f"{j['conll_f1']:.1f} (MUC {j['muc_f1']:.1f}, B3 {j['b_cubed_f1']:.1f}, CEAF-e {j['ceaf_e_f1']:.1f}); "
+              f"mentions in chains that join two documents {j['cross_part_mentions']:.1f}%")
     examples = read_gap(str(gap))
     rows = args.gap_rows if args.gap_rows is not None else 60 if args.quick else len(examples)
     if not rows:

@@ -52,7 +52,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     question = pipe_opts.get("question")
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
         window_tokenizer(task, model_name(task, pipe_opts["model"], pipe_opts.get("labels")), pipe_opts["max_length"], question)
-    docs = iter_documents(inputs, **read)
+    docs = iter_documents(inputs, **read, empty_ok=task == "corefs")  # corefs: an empty document has no chains
     if task == "qa":  # no question anywhere: one usage error, not an error row per document
         check_questions(question, question is not None or inputs_with_field(
             inputs, "question", glob=read["glob"], input_format=read["input_format"]))
@@ -215,8 +215,11 @@ def embed(
 def corefs(
     inputs: Inputs,
     output: Output = None, model: Model = None,
-    singletons: Annotated[bool, typer.Option("--singletons", help="Also report entities mentioned once (clusters of one span).")] = False,
+    singletons: Annotated[bool, typer.Option("--singletons", help="Also report entities mentioned once (chains of one mention).")] = False,
     *, options: dict,
 ):
-    """Coreference chains: id, clusters of {start, end, text} character spans."""
+    """Coreference chains: id, chains, each {name, mentions}: its representative name (most frequent
+    proper name, else most frequent other mention; null for pronouns only) and its {start, end,
+    text} character spans. Whole books: one chain per character (chains never join two names
+    that cannot be one person; far-apart chains join by name)."""
     _run_task("corefs", inputs, output, model, options, singletons=singletons)

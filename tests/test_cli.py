@@ -446,3 +446,33 @@ def test_resume_onto_another_jobs_output_is_refused(ckpts, docs, tmp_path, suffi
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     r = invoke("embed", docs, "-m", ckpts["embed"], "-o", out, "--resume")  # the same job: nothing left to do
     assert r.exit_code == 0 and "no documents to run; 3 already in the output" in r.stderr
+
+
+def test_resume_onto_corefs_rows_of_the_older_form_is_refused(ckpts, docs, tmp_path):
+    """Rows of `lfcli corefs` are chains of {name, mentions} (form 2); output an older lfcli
+    wrote (clusters, form 1: its job record has no row_form) is never resumed into."""
+    out = tmp_path / "chains.jsonl"
+    assert invoke("corefs", docs, "-m", ckpts["corefs"], "-o", out, "--quiet").exit_code == 0
+    sidecar = tmp_path / "chains.jsonl.lfcli-job.json"
+    record = json.loads(sidecar.read_text())
+    assert record["row_form"] == 2
+    del record["row_form"]
+    sidecar.write_text(json.dumps(record))
+    out.write_text(json.dumps({"id": "a.txt", "clusters": []}) + "\n")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    r = invoke("corefs", docs, "-m", ckpts["corefs"], "-o", out, "--resume")
+    assert r.exit_code == 2 and r.stdout == "" and r.stderr == (
+        f"lfcli: error: {out} holds `lfcli corefs` rows of an older form (form 1; this lfcli writes form 2, see the "
+        "README's output schemas), and one file never mixes the two: use --force to start over\n")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_corefs_gives_an_empty_document_no_chains(ckpts, tmp_path):
+    """An empty or blank document has no chains (other tasks give it an error row)."""
+    (tmp_path / "empty.txt").write_text("")
+    (tmp_path / "blank.txt").write_text("  \n\n ")
+    r = invoke("corefs", tmp_path, "-m", ckpts["corefs"], "--quiet")
+    assert r.exit_code == 0, r.output
+    assert rows_of(r.stdout) == [{"id": "blank.txt", "chains": []}, {"id": "empty.txt", "chains": []}]
+    r = invoke("embed", tmp_path / "empty.txt", "-m", ckpts["embed"], "--quiet")
+    assert r.exit_code == 1 and "empty document" in rows_of(r.stdout)[0]["error"]

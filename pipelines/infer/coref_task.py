@@ -19,7 +19,7 @@ from collections import Counter
 from ..io.readers import Document
 from .coref_decode import decode_clusters, words_of
 from .coref_entities import Mention, MentionReader, Name, Profile
-from .tasks import Item, Task
+from .tasks import Item, Prepared, Task
 from .tokenize import paragraph_ids
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -151,6 +151,8 @@ class CorefTask(Task):
         self.singletons = singletons
 
     def prepare(self, doc_index, doc):
+        if not doc.text.strip():  # an empty document: no windows, no chains
+            return Prepared(self.tok.encode(""), [], {"mentions": MentionReader("", [], {})})
         prepared = super().prepare(doc_index, doc)
         starts, ends, pronouns = words_of(self.tok.tokenizer, doc.text, len(prepared.encoded.ids))
         paragraphs = paragraph_ids(doc.text, prepared.encoded.offsets)

@@ -23,6 +23,7 @@ class ReadOptions:
     encoding_errors: str
     fields: tuple[str, ...]
     input_format: str
+    empty_ok: bool = False  # an empty document is a document with no text, not an error (corefs: no chains)
 
     @property
     def id_key(self) -> str:
@@ -95,6 +96,6 @@ def check_text(value, label: str, where: str, opts: ReadOptions) -> tuple[str | 
             value = _SURROGATE.sub("\ufffd", value)
         else:
             return None, f"{label}: {where}'{col}' has an unpaired surrogate at character {exc.start} (not valid Unicode)"
-    if is_blank(value):
+    if is_blank(value) and not opts.empty_ok:
         return None, f"{label}: {where}empty document"
     return value, None

@@ -64,6 +64,12 @@ def model_fingerprint(name: str) -> str | None:
     return digest.hexdigest()[:16]
 
 
+# The form of each task's rows, when it is not the first: output of another form is never
+# resumed (the two would be mixed in one file). corefs 2: chains of {name, mentions}, where
+# form 1 had clusters (lists of mentions).
+ROW_FORMS = {"corefs": 2}
+
+
 def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: dict) -> dict:
     """The record of a job (see the module doc) running model `name` (infer.runner.model_name:
     -m or the task's default), as JSON would give it back."""
@@ -73,6 +79,8 @@ def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: d
     options.update({flag: pipe_opts[key] for key, flag in ROW_OPTIONS.items() if key in pipe_opts})
     record = {"command": task, "model": name, "model_fingerprint": model_fingerprint(name), "options": options,
               "inputs": [str(p) for p in inputs], "written_by": f"lfcli {version('lfcli')}"}
+    if task in ROW_FORMS:
+        record["row_form"] = ROW_FORMS[task]
     return json.loads(json.dumps(record))  # labels' tuples as lists, as a stored record has them
 
 
@@ -91,6 +99,7 @@ def _what_differs(recorded: dict, current: dict) -> tuple[str, str] | None:
     when they are the same job (the lfcli version that wrote it does not matter)."""
     if recorded.get("command") != current["command"]:
         return f"(model {recorded.get('model')})", f"this is `lfcli {current['command']}`"
+
     if recorded.get("model") != current["model"]:
         return f"with model {recorded.get('model')}", f"this run has model {current['model']}"
     if recorded.get("model_fingerprint") != current["model_fingerprint"]:
@@ -114,6 +123,10 @@ def check_same_job(output: str, recorded: dict | None, current: dict) -> None:
     if recorded is None:
         raise UsageError(f"{output} has no record of the job that wrote it (an older lfcli wrote it), so --resume "
                          "cannot check that this is the same job: use --force to start over")
+    if recorded.get("command") == current["command"] and recorded.get("row_form", 1) != current.get("row_form", 1):
+        raise UsageError(f"{output} holds `lfcli {current['command']}` rows of an older form (form "
+                         f"{recorded.get('row_form', 1)}; this lfcli writes form {current.get('row_form', 1)}, see the "
+                         "README's output schemas), and one file never mixes the two: use --force to start over")
     differs = _what_differs(recorded, current)
     if differs is None:
         return

@@ -126,8 +126,10 @@ def iter_documents(
     encoding_errors: str = "strict",
     fields: Iterable[str] = ("question",),
     input_format: str = "auto",
+    empty_ok: bool = False,
 ) -> Iterator[Document]:
-    """Stream the documents of ``inputs`` (files, folders, ``-``) in order.
+    """Stream the documents of ``inputs`` (files, folders, ``-``) in order. `empty_ok`: an
+    empty or blank document is read as one (else it is an error row).
 
     Directly given inputs are validated now (an :class:`InputError` is raised
     before anything is read); the documents are then produced lazily.
@@ -152,6 +154,7 @@ def iter_documents(
         encoding_errors=encoding_errors,
         fields=tuple(dict.fromkeys(fields)),
         input_format=input_format,
+        empty_ok=empty_ok,
     )
     multi = len(paths) > 1
     sources = [_prepare(path, opts, multi) for path in paths]
@@ -286,7 +289,7 @@ def _glob_matcher(pattern: str | None) -> Callable[[str, str], bool]:
 
 def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions) -> Document:
     text, error = decode(data, label, opts.encoding_errors)
-    if error is None and is_blank(text):
+    if error is None and is_blank(text) and not opts.empty_ok:
         error = f"{label}: empty document"
     if error is not None:
         return Document(id=doc_id, text=None, error=error)
