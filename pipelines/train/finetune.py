@@ -193,14 +193,13 @@ def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
     import json
 
     from lfcli.models import ARCHITECTURES
-    from lfcli.models.checkpoint import is_adapter_folder
     from lfcli.models.registry import tokenizer_folder
 
     source, target = Path(adapter), Path(out)
-    if not is_adapter_folder(source):
-        raise InputError(_not_an_adapter(source))
-    if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
-        raise UsageError(f"{out} exists; pass --force to overwrite")
+    problem = not_an_adapter(source, "merge")
+    if problem:
+        raise InputError(problem)
+    refuse_existing(target, force)
     try:
         name = json.loads((source / "config.json").read_text(encoding="utf-8"))["architectures"][0]
         cls = ARCHITECTURES[name]
@@ -213,11 +212,18 @@ def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
     return target
 
 
-def _not_an_adapter(folder: Path) -> str:
-    """Why `lfcli merge` cannot use `folder`, in words: what is missing, and what it expects."""
+def refuse_existing(target: Path, force: bool) -> None:
+    """`lfcli merge` and `lfcli average` write over a file or a non-empty folder only with --force."""
+    if target.exists() and (not target.is_dir() or any(target.iterdir())) and not force:
+        raise UsageError(f"{target} exists; pass --force to overwrite")
+
+
+def not_an_adapter(folder: Path, command: str) -> str | None:
+    """Why `lfcli COMMAND` (merge, average) cannot take `folder` as a LoRA adapter, in words
+    (what is missing, and what it expects); None when it can."""
     from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
 
-    expects = (f"`lfcli merge` expects a folder that `lfcli finetune` wrote with a LoRA adapter "
+    expects = (f"`lfcli {command}` expects a folder that `lfcli finetune` wrote with a LoRA adapter "
                f"({ADAPTER_CONFIG} and {ADAPTER_WEIGHTS})")
     if not folder.exists():
         return f"{folder}: no such folder; {expects}"
@@ -225,8 +231,12 @@ def _not_an_adapter(folder: Path) -> str:
         return f"{folder}: is a file; {expects}"
     full = [f for f in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin") if (folder / f).exists()]
     if full:
-        return f"{folder}: already a full checkpoint ({full[0]}): nothing to merge, use it with -m as it is"
-    return f"{folder}: no {ADAPTER_CONFIG} in it; {expects}"
+        return f"{folder}: already a full checkpoint ({full[0]}): nothing to {command}, use it with -m as it is"
+    if not (folder / ADAPTER_CONFIG).is_file():
+        return f"{folder}: no {ADAPTER_CONFIG} in it; {expects}"
+    if not (folder / ADAPTER_WEIGHTS).is_file():
+        return f"{folder}: no {ADAPTER_WEIGHTS} beside its {ADAPTER_CONFIG}; {expects}"
+    return None
 
 
 def finetune(task: str, data: list[str], output: str, *, model: str | None = None, validation: list[str] | None = None,
