@@ -24,7 +24,6 @@ sys.path.insert(0, str(BENCH))
 
 import attention  # noqa: E402
 import cli_folder  # noqa: E402
-import coref_rebase  # noqa: E402
 import common  # noqa: E402
 import dtype  # noqa: E402
 import encoder  # noqa: E402
@@ -217,38 +216,3 @@ def test_train_memory_tiny(tmp_path):
     rss = res["variants"]["lfcli"]["rss_mb"]
     assert len(rss) == 12 and all(r > 0 for r in rss)
 
-
-def test_coref_rebase_moves_the_models_change_onto_the_new_base(tmp_path):
-    """encoder = model - old base + new base, tensor by tensor; the head stays the model's."""
-    from checkpoints import make_checkpoint
-    from lfcli.models import LongformerForCoreference, LongformerModel
-
-    import shutil
-
-    from lfcli.models import LongformerConfig
-
-    old = make_checkpoint(tmp_path / "old", "LongformerModel")
-    new, model = tmp_path / "new", tmp_path / "model"
-    for folder in (new, model):  # the same tokenizer and shapes as the old base
-        shutil.copytree(old, folder)
-    torch.manual_seed(0)
-    base = LongformerModel.from_pretrained(old).state_dict()
-    shifted = LongformerModel.from_pretrained(old)
-    coref = LongformerForCoreference(LongformerConfig.from_json_file(old / "config.json"))
-    with torch.no_grad():
-        for p in shifted.parameters():
-            p.add_(0.01 * torch.randn_like(p))
-        for name, p in coref.longformer.named_parameters():  # the model: the old base + its own change
-            p.copy_(base[name] + 0.02 * torch.randn_like(p))
-    shifted.save_pretrained(new)
-    coref.save_pretrained(model)
-    out = coref_rebase.main([str(model), str(new), str(tmp_path / "out"), "--old-base", str(old)])
-    o, n = LongformerModel.from_pretrained(old).state_dict(), LongformerModel.from_pretrained(new).state_dict()
-    m, r = LongformerForCoreference.from_pretrained(model), LongformerForCoreference.from_pretrained(out)
-    name = "encoder.layer.0.attention.self.query.weight"
-    assert not torch.equal(o[name], n[name])
-    for key, value in r.longformer.state_dict().items():
-        if key in o:
-            assert torch.allclose(value, m.longformer.state_dict()[key] - o[key] + n[key], atol=1e-6), key
-    assert torch.equal(r.mention_s2e_classifier.weight, m.mention_s2e_classifier.weight)
-    assert (out / "tokenizer.json").is_file()
