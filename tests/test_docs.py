@@ -338,7 +338,9 @@ def test_models_with_an_unknown_name_is_a_one_line_usage_error():
     assert result.stdout == ""
 
 
-def test_models_lists_no_measurement_notes_of_one_machine():
+def test_models_lists_no_speed_and_dates_its_figures():
+    """`lfcli models` gives no speed (one machine's; the cards have it), and its figures name
+    the dtype, CPU and date they were measured with."""
     from lfcli.pipelines.infer.catalog import list_models
 
     from lfcli.models.bundled import model_names
@@ -348,7 +350,11 @@ def test_models_lists_no_measurement_notes_of_one_machine():
     for m in listed:
         for key in ("description", "trained_on", "scores"):
             text = m.get(key) or ""
-            assert not re.search(r"AVX|AMX|EPYC|Xeon|\bcores?\b|docs?/s|documents/min|tokens/s|/min\b", text), (m["name"], key, text)
+            assert not re.search(r"docs?/s|documents/min|tokens/s|/min\b|per (second|minute)", text), (m["name"], key, text)
+        assert m.get("scores"), f"lfcli models gives no figures for {m['name']}"
+        assert re.search(r"\b(fp32|bf16)\b", m["scores"]), (m["name"], "no dtype", m["scores"])
+        assert any(cpu in m["scores"] for cpu in CPUS), (m["name"], "no CPU", m["scores"])
+        assert re.search(r"20\d\d-\d\d-\d\d", m["scores"]), (m["name"], "no date", m["scores"])
 
 
 def test_the_base_models_card_folder_is_no_model(monkeypatch):
@@ -390,18 +396,129 @@ def test_plot_training_draws_a_metrics_file(tmp_path):
         assert source.is_file() and png.is_file(), (source, png)
 
 
-def test_the_coref_models_headline_figures_agree_everywhere():
-    """The figures a user reads in `lfcli models`, the README's table and the card are those
-    of the card's metrics.json (a model retrained without updating one of them fails here)."""
-    from lfcli.models.bundled import TASK_MODELS, read_card, task_models_dir
+# -- (6) headline figures: each card's "Headline" lines, the same wherever they are quoted -----
+# A card states its headline figures once per section, in bold, with the dtype, CPU and date
+# they were measured with: "Headline, as `lfcli models` and the README quote it: **F1 72.9**
+# ... and **F1 66.6** ...; fp32, 2-core AMD EPYC (AVX512-BF16), 2026-11-23." The card is the
+# source: retrain a model, change its card, and this test names every other place to change.
+HEADLINE = re.compile(r"Headline, as (?P<where>[^:]+?) quotes? it: (?P<figures>.+?); "
+                      r"(?P<dtype>fp32|bf16|fp16), (?P<cpu>[^,]+), (?P<date>20\d\d-\d\d-\d\d)\.")
+CPUS = ("AMD EPYC", "Intel Xeon", "CPU not recorded")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def card_headlines(name: str) -> list[dict]:
+    """The headline lines of `name`'s card: section, where they are quoted, the bold figures,
+    dtype, CPU (one of CPUS), date, and the sentence itself."""
+    from lfcli.models.bundled import read_card
+
+    found = []
+    for section in re.split(r"^## ", read_card(name), flags=re.M)[1:]:
+        title, _, body = section.partition("\n")
+        for m in HEADLINE.finditer(_flat(body)):
+            cpu = [c for c in CPUS if c in m["cpu"]]
+            assert len(cpu) == 1, f"{name}'s card, {title}: the headline names no known CPU ({m['cpu']!r})"
+            found.append({"section": title.strip(), "where": m["where"], "figures": re.findall(r"\*\*(.+?)\*\*", m["figures"]),
+                          "dtype": m["dtype"], "cpu": cpu[0], "date": m["date"], "sentence": m.group(0)})
+    return found
+
+
+def _disagreements(text: str, headline: dict) -> list[str]:
+    """What of the headline (its figures, dtype, CPU, date) `text` does not say."""
+    flat = _flat(text)
+    wanted = [*headline["figures"], headline["dtype"], headline["cpu"], headline["date"]]
+    return [item for item in wanted if item not in flat]
+
+
+def _readme_section(title: str) -> str:
+    return README.read_text(encoding="utf-8").split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _performance_rows() -> list[tuple[str, str]]:
+    """The README's Performance table: (row, its CPU-and-date cell, "same" read as the row
+    above's)."""
+    rows = [line for line in _readme_section("Performance").splitlines() if line.startswith("|")]
+    column = [c.strip() for c in rows[0].strip("|").split("|")].index("CPU, date")
+    out, cpu = [], ""
+    for row in rows[2:]:
+        cell = row.strip("|").split("|")[column].strip()
+        cpu = cpu if cell == "same" else cell
+        out.append((row, cpu))
+    return out
+
+
+def test_the_headline_checker_reads_a_headline():
+    found = HEADLINE.search("Headline, as the README quotes it: **29.9 docs/s** on short documents and "
+                            "**3,690 tokens/s** end to end; fp32, 2-core Intel Xeon (AMX), 2026-11-22. More.")
+    assert found and found["where"] == "the README" and found["dtype"] == "fp32" and found["date"] == "2026-11-22"
+    headline = {"figures": ["29.9 docs/s", "3,690 tokens/s"], "dtype": "fp32", "cpu": "Intel Xeon", "date": "2026-11-22"}
+    assert _disagreements("29.9 docs/s, 3,690 tokens/s; fp32, 2-core Intel Xeon (AMX), 2026-11-22", headline) == []
+    assert _disagreements("29.9 docs/s; bf16, 2-core AMD EPYC, 2026-11-24", headline) == [
+        "3,690 tokens/s", "fp32", "Intel Xeon", "2026-11-22"]
+
+
+@pytest.mark.parametrize("name", ["minilm-l6-long", "minilm-l6-long-squad", "minilm-l6-long-litbank-coref"])
+def test_the_headline_figures_agree_everywhere(name):
+    """Each bundled model's headline figures, as its card states them, are the same (with the
+    same dtype, CPU and date) in `lfcli models`, the README's models table and its notes on
+    the model, and the README's performance table; and the card's own tables give them."""
+    from lfcli.models.bundled import read_card
+    from lfcli.pipelines.infer.catalog import list_models
+
+    headlines = card_headlines(name)
+    scores = [h for h in headlines if h["section"] == "Scores"]
+    assert len(scores) == 1, f"{name}'s card has no one Headline line in its Scores"
+    assert "`lfcli models`" in scores[0]["where"] and "README" in scores[0]["where"]
+    card = _flat(read_card(name))
+    problems = []
+    for headline in headlines:
+        assert headline["figures"], f"{name}: a headline without bold figures: {headline['sentence']}"
+        rest = card.replace(headline["sentence"], "")
+        for figure in headline["figures"]:
+            for number in re.findall(r"\d[\d,]*(?:\.\d+)?", figure):
+                if not re.search(rf"(?<![\d.,]){re.escape(number)}(?![\d]|[.,]\d)", rest):
+                    problems.append(f"the card's headline {figure!r}: {number} is nowhere else in the card")
+        places = {}
+        if "`lfcli models`" in headline["where"]:
+            places["lfcli models"] = next(m["scores"] for m in list_models() if m["name"] == name)
+        if "README" in headline["where"] and headline["section"] == "Scores":
+            models = _readme_section("Models")
+            places["the README's models table"] = next(line for line in models.splitlines() if line.startswith(f"| `{name}`"))
+            note = re.search(rf"^- `{re.escape(name)}`:.*?(?=^- |^\s*$)", models, re.M | re.S)
+            if note:
+                places["the README's note on the model"] = note.group(0)
+        for where, text in places.items():
+            problems += [f"{where} does not give {item!r} ({text[:80]}...)" for item in _disagreements(text, headline)]
+        if "README" in headline["where"] and headline["section"] == "Speed":
+            rows = _performance_rows()
+            for figure in headline["figures"]:
+                quoted = [(row, cpu) for row, cpu in rows if figure in row]
+                if not quoted:
+                    problems.append(f"the README's performance table does not give {figure!r}")
+                for row, cpu in quoted:  # the table is fp32 unless a row says otherwise
+                    dtype_ok = headline["dtype"] in row if headline["dtype"] != "fp32" else "bf16" not in row
+                    if not (dtype_ok and headline["cpu"] in cpu and headline["date"] in cpu):
+                        problems.append(f"the README's performance row for {figure!r} is not {headline['dtype']}, "
+                                        f"{headline['cpu']}, {headline['date']}: {row}")
+    assert not problems, f"{name}:\n" + "\n".join(problems)
+
+
+def test_the_coref_models_headline_is_its_metrics_json():
+    """The coreference card's headline and speed are those of the model folder's metrics.json
+    (a model retrained without updating one of them fails here)."""
+    from lfcli.models.bundled import read_card, task_models_dir
 
     name = "minilm-l6-long-litbank-coref"
     metrics = json.loads((task_models_dir() / name / "metrics.json").read_text(encoding="utf-8"))
     conll = f"{metrics['litbank_fold0_dev']['with_singletons']['conll_f1']:.1f}"
     gap = f"{metrics['gap_validation']['overall_f1']:.1f}"
-    row = next(line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith(f"| `{name}`"))
-    for where, text in (("lfcli models", TASK_MODELS[name].scores), ("the README's table", row)):
-        assert f"CoNLL F1 {conll}" in text, f"{where} does not give dev CoNLL F1 {conll}"
-        assert f"F1 {gap}" in text, f"{where} does not give GAP F1 {gap}"
-    scores = read_card(name).split("## Scores", 1)[1].split("\n## ", 1)[0]
-    assert f"**{conll}**" in scores and f"**{gap}**" in scores, "the card's Scores tables do not give them"
+    (scores,) = [h for h in card_headlines(name) if h["section"] == "Scores"]
+    assert f"CoNLL F1 {conll}" in scores["figures"] and f"GAP F1 {gap}" in scores["figures"], scores["figures"]
+    speed = metrics["speed"]
+    card_speed = _flat(read_card(name).split("\n## Speed\n", 1)[1].split("\n## ", 1)[0])
+    for figure in (f"{speed['litbank_dev_docs_per_minute_bf16']:.0f} documents per minute in bf16",
+                   f"{speed['litbank_dev_docs_per_minute_fp32']:.0f} in fp32", speed["date"]):
+        assert figure in card_speed, f"the card's Speed does not give {figure!r}"

@@ -40,6 +40,7 @@ def list_models() -> list[dict]:
                 "available": bundled_available(name),
                 "built": is_built(name),
                 "tasks": tasks,
+                "scores": entry.scores,
             }
         )
     for name, entry in TASK_MODELS.items():
