@@ -3,14 +3,15 @@
 QATask (tasks.py) asks the model for start and end logits per window; `best_spans` ranks the
 spans a window allows (`span_rules`, `allowed_spans`) by their margin over the window's
 no-answer score, and `QACandidates` turns the candidates of all windows into each answer's
-`score`, the calibrated probability that it is right (temperature: `qa_temperature`).
+`score`, the calibrated probability that it is right (temperature: `qa_temperature`);
+`distinct_answers` picks the answers a user sees, and `heading_lines` the lines that are none.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .tokenize import paragraph_ids
 
@@ -54,9 +55,96 @@ class SpanRules:
                          self.paragraphs[s0:s1])
 
 
-def span_rules(text: str, offsets: list[tuple[int, int]]) -> SpanRules:
+# -- QA: headings are not answers ----------------------------------------------------------------
+# A heading, title or other line that is not a sentence ("CHAPTER XI.", "Chapter 3. The Pool of
+# Tears", "## 2. Methods", a title on its own between blank lines) is never an answer, nor part
+# of one, unless the question asks for one ("What is the title of chapter 3?"). A line (text
+# between newlines) of at most HEADING_WORDS words is a heading when it is
+#   - a Markdown heading ("# ...");
+#   - numbered: a chapter/part/section-like word or a section number, then at most a title
+#     ("CHAPTER XI.", "Part Two: The Return", "3.2 Related Work");
+#   - or not a sentence, on a line of its own (a blank line, the text's edge or one of the
+#     headings above on each side, so never a line of a hard-wrapped paragraph): in capitals
+#     ("THE END"), every word capitalised but for small words ("Who Stole the Tarts?" under
+#     "CHAPTER XI."), or without the punctuation that ends a sentence ("Harbour bridge reopens
+#     after repairs"); never speech (in quotation marks or after a dash), ending in a comma,
+#     colon or semicolon, with a "label: value" colon, nor in lower case and ending in a full stop.
+HEADING_WORDS = 12
+_HEADING_QUESTION = re.compile(r"\b(chapters?|titles?|titled|entitled|headings?|headlines?|headers?|sections?|captions?)\b",
+                               re.IGNORECASE)
+_SECTION_WORD = r"(?:chapter|part|book|section|act|scene|canto|volume|appendix|article|lesson|unit|stave)"
+_NUMERAL = r"(?:\d+(?:\.\d+)*|[ivxlcdm]+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|[a-z])"
+_NUMBERED = re.compile(rf"(?:{_SECTION_WORD}\s+{_NUMERAL}|\d+(?:\.\d+)*)\b[.:)]?(?:\s*[-\u2013\u2014:.]?\s+(?P<title>.*))?",
+                       re.IGNORECASE)
+_SMALL_WORDS = frozenset("a an and as at but by de del der des du en for from in into la le nor of on or "
+                         "over per the to upon van via von vs with".split())
+_QUOTE_MARKS = "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb"
+_DIALOGUE_DASHES = ("-", "\u2013", "\u2014")  # "--All in!", "\u2014Hockey!": speech, not a title
+
+
+def _is_title(words: list[str]) -> bool:
+    """Every word with a letter capitalised, but for small words; at least one capitalised."""
+    capitalised = 0
+    for word in words:
+        letters = "".join(ch for ch in word if ch.isalpha())
+        if not letters:
+            continue
+        if letters[0].isupper():
+            capitalised += 1
+        elif letters.lower() not in _SMALL_WORDS:
+            return False
+    return capitalised > 0
+
+
+def _heading_kind(line: str) -> str | None:
+    """'heading' (Markdown or numbered), 'title-like' (a heading between blank lines or
+    headings) or None: a sentence or other text. `line` has no outer white space."""
+    words = line.split()
+    if not words or len(words) > HEADING_WORDS or not any(ch.isalpha() for ch in line):
+        return None
+    if re.match(r"#{1,6}\s", line):
+        return "heading"
+    numbered = _NUMBERED.fullmatch(line)
+    if numbered and line[-1] not in ",;" and (not numbered["title"] or _is_title(numbered["title"].split())):
+        return "heading"
+    capitals = not any(ch.islower() for ch in line)
+    if (line[0] in _QUOTE_MARKS or line[-1] in _QUOTE_MARKS or line.startswith(_DIALOGUE_DASHES) or line[-1] in ",;:"
+            or re.search(r"\w:\s", line) or (line[-1] == "." and not capitals)):
+        return None
+    unended = line[-1].isalnum() and not re.search(r"[.!?]\s", line)  # no sentence ends in it
+    return "title-like" if capitals or _is_title(words) or unended else None
+
+
+def heading_lines(text: str) -> list[tuple[int, int]]:
+    """Character ranges [start, end) of the text's heading lines (see the rules above), in
+    order; none when every line is one."""
+    lines = []  # (start, end, kind): kind "" for a blank line
+    for m in re.finditer(r"^[^\n]*", text, re.MULTILINE):
+        line = m.group().strip()
+        start = m.start() + len(m.group()) - len(m.group().lstrip())
+        lines.append((start, start + len(line), _heading_kind(line) if line else ""))
+    out = []
+    for k, (start, end, kind) in enumerate(lines):
+        if kind == "title-like":
+            sides = (lines[k - 1][2] if k > 0 else "", lines[k + 1][2] if k + 1 < len(lines) else "")
+            kind = "heading" if all(side in ("", "heading") for side in sides) else None
+        if kind == "heading":
+            out.append((start, end))
+    if len(out) == sum(1 for line in lines if line[2] != ""):
+        return []  # a text of headings alone ("Lease term five years", a snippet) heads nothing
+    return out
+
+
+def asks_for_heading(question: str) -> bool:
+    """Does the question ask for a heading or title ("Which chapter ...?", "What is the title ...?")."""
+    return bool(_HEADING_QUESTION.search(question))
+
+
+def span_rules(text: str, offsets: list[tuple[int, int]], headings: bool = False) -> SpanRules:
     """Where answers may start and end in a text of tokens with character `offsets` (see the
-    rules above)."""
+    rules above); with `headings` False, never in a heading line (`heading_lines`), nor
+    across one."""
+    import bisect
     import itertools
 
     starts_at, ends_at = set(), set()
@@ -77,8 +165,18 @@ def span_rules(text: str, offsets: list[tuple[int, int]]) -> SpanRules:
         marks = (text.count(opener, a, z) - text.count(closer, a, z) for a, z in offsets)
         depth.append(list(itertools.accumulate(marks, initial=0)))
     depth.append(list(itertools.accumulate((text.count(_QUOTES, a, z) for a, z in offsets), initial=0)))
-    return SpanRules([a in starts_at for a, _ in offsets], [z in ends_at for _, z in offsets], depth,
-                     paragraph_ids(text, offsets))
+    starts = [a in starts_at for a, _ in offsets]
+    ends = [z in ends_at for _, z in offsets]
+    paragraphs = paragraph_ids(text, offsets)
+    if not headings:
+        excluded = heading_lines(text)
+        edges = [x for a, z in excluded for x in (a, z)]  # a heading is a paragraph of its own
+        for t, (a, _) in enumerate(offsets):
+            inside = bisect.bisect_right(edges, a) % 2 == 1
+            starts[t] = starts[t] and not inside
+            ends[t] = ends[t] and not inside
+            paragraphs[t] += bisect.bisect_right(edges, a)  # both counts grow along the text
+    return SpanRules(starts, ends, depth, paragraphs)
 
 
 def allowed_spans(rules: SpanRules | None, n: int, max_answer_tokens: int):
@@ -144,10 +242,17 @@ def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: i
 # the saved model keeps its own: train.qa.calibrate) and saved in the model's config.json under
 # lfcli.qa_calibration; a model without one gets T = 1, the model's own softmax (on the
 # bundled SQuAD model's validation questions T = 1 already had an expected calibration
-# error of 0.04; the old sigmoid of the margin, 0.25). The temperature never changes which
-# span is the best: answers are ranked by margin, as before. Near variants share their
-# belief, so an answer further down a --top-k list may score as high as one above it.
+# error of 0.04; the old sigmoid of the margin, 0.25).
+#
+# The answers a user sees (`distinct_answers`) are distinct and sorted by that score: a span
+# that overlaps a span of larger margin (nested in it, holding it or sharing words with it),
+# or overlaps such a variant of it, is not another answer but a variant of that one, which
+# stands for it with the model's own best boundaries; and the same text found twice is one
+# answer, at its better score. Which spans stand for answers does not depend on the
+# temperature; their scores, and so their order, do.
 QA_CANDIDATES = 20  # spans each window puts into the softmax
+QA_ANSWER_POOL = 200  # spans each window proposes as answers (its QA_CANDIDATES best among them); with
+# their variants left out, a validation paragraph (one 256-token window) holds 1-19, median 4, distinct answers
 NEAR_F1 = 0.5  # token F1 at which a candidate counts towards an answer
 CALIBRATION_METHOD = "candidate-softmax"  # what lfcli.qa_calibration's temperature is for
 DEFAULT_TEMPERATURE = 1.0
@@ -173,13 +278,25 @@ class QACandidates:
     spans: list[tuple[int, int]]
     margins: list[float]
     windows: int
+    # an index, built on first use: (first token, index) sorted, the longest span, the spans as a set
+    _by_first: list = field(default=None, init=False, repr=False, compare=False)
+    _longest: int = field(default=0, init=False, repr=False, compare=False)
+    _known: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def near(self, answer: tuple[int, int, float]) -> list[float]:
         """Margins of the candidates within NEAR_F1 of `answer` (first, last, margin), itself
         included also when it is not a candidate."""
+        import bisect
+
+        if self._by_first is None:  # near candidates overlap the answer: look only where they may start
+            self._by_first = sorted((s[0], k) for k, s in enumerate(self.spans))
+            self._longest = max((b - a for a, b in self.spans), default=0)
+            self._known = frozenset(self.spans)
         first, last, margin = answer
-        out = [m for s, m in zip(self.spans, self.margins) if span_f1(s, (first, last)) >= NEAR_F1]
-        return out if (first, last) in self.spans else [*out, margin]
+        lo = bisect.bisect_left(self._by_first, (first - self._longest, -1))
+        hi = bisect.bisect_right(self._by_first, (last, len(self.spans)))
+        out = [self.margins[k] for _, k in self._by_first[lo:hi] if span_f1(self.spans[k], (first, last)) >= NEAR_F1]
+        return out if (first, last) in self._known else [*out, margin]
 
     def probabilities(self, answers: list[tuple[int, int, float]], temperature: float = DEFAULT_TEMPERATURE) -> list[float]:
         """The score of each answer (first token, last token, margin): the softmax mass, at
@@ -188,6 +305,47 @@ class QACandidates:
         t = temperature
         log_z = _logsumexp([m / t for m in self.margins] + [math.log(max(1, self.windows))])  # + a no-answer per window
         return [min(1.0, math.exp(_logsumexp([m / t for m in self.near(a)]) - log_z)) for a in answers]
+
+
+def distinct_answers(spans: list[tuple[int, int, float]], candidates: QACandidates, temperature: float,
+                     text_of, k: int) -> list[tuple[tuple[int, int, float], float]]:
+    """Up to k distinct answers among `spans` (first token, last token, margin; from all
+    windows, in any order), each with its score (`QACandidates.probabilities`), best score
+    first (ties: larger margin first). Going down the spans by margin, a span that overlaps an
+    answer (nested in it, holding it or sharing tokens with it), or a variant of one that is
+    among the candidates, is a variant of that answer and is left out: "walked to" is no answer
+    beside "Netherfield" when "walked to Netherfield" is a candidate. Of answers with the same
+    text (`text_of(span)`, compared as SQuAD compares answers: case, punctuation and articles
+    aside) the best scoring stays; one of articles and punctuation alone ("The") is none
+    unless there is nothing else.
+
+    The variant that stands for an answer is the one of largest margin, not of highest score: a
+    long span gathers the belief in its many near variants. On the bundled model's 741
+    validation paragraph questions (benchmarks/eval_qa.py, fp32, 2026-11-25) the best answer
+    picked by score had EM 24.4, F1 60.1; picked so, EM 61.1, F1 73.6 (the best margin alone:
+    EM 60.6, F1 73.0)."""
+    from ..eval.metrics import normalize_answer
+
+    known = set(candidates.spans)
+    covered: set[int] = set()  # tokens of the answers so far and of their variants among the candidates
+    answers = []
+    for span in sorted(spans, key=lambda s: -s[2]):
+        tokens = range(span[0], span[1] + 1)
+        if not covered.intersection(tokens):
+            answers.append(span)
+        elif span[:2] not in known:
+            continue
+        covered.update(tokens)
+    ranked = sorted(zip(answers, candidates.probabilities(answers, temperature)), key=lambda a: (-a[1], -a[0][2]))
+    out, texts = [], set()
+    for span, score in ranked:
+        key = normalize_answer(text_of(span))
+        if key and key not in texts:  # "The" alone (articles, punctuation) is no answer
+            texts.add(key)
+            out.append((span, score))
+            if len(out) == k:
+                break
+    return out or ranked[:1]
 
 
 def qa_temperature(config) -> float:

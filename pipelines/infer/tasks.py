@@ -25,7 +25,8 @@ from typing import Any
 from ..errors import InputError
 from .policies import global_positions
 from ..io.readers import Document
-from .answers import DEFAULT_TEMPERATURE, QA_CANDIDATES, QACandidates, best_spans, qa_temperature, span_rules
+from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, asks_for_heading, best_spans,
+                      distinct_answers, qa_temperature, span_rules)
 from .tokenize import DocumentTokenizer, Encoded, Window, owned_ranges, plan_windows
 
 # The tasks by name, in the order messages list them: what `lfcli TASK` (a Pipeline) runs, and
@@ -293,10 +294,12 @@ class QATask(Task):
     """Extractive answers. Rows: id, question, answer, start, end, score (character offsets
     into the document, end exclusive), and `answers` (the top-k) when top_k > 1.
 
-    Spans are ranked by their margin over the window's no-answer score (`best_spans`), so
-    windows of a long document compete on one scale; answers start and end on words and
-    keep quotes and brackets balanced (`span_rules`). `score` is the model's calibrated
-    probability that the answer is right (see QACandidates and the notes above it)."""
+    Each window proposes spans by their margin over its no-answer score (`best_spans`), so
+    windows of a long document compete on one scale; answers start and end on words, keep
+    quotes and brackets balanced and are never in a heading unless the question asks for one
+    (`span_rules`). `score` is the model's calibrated probability that the answer is right
+    (see QACandidates and the notes above it); the answers are distinct, best score first
+    (`distinct_answers`)."""
 
     name = "qa"
 
@@ -319,7 +322,8 @@ class QATask(Task):
             raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document")
         prepared = _windows(self.tok, doc_index, doc.text, self.policy, self.overlap_fraction, q_ids)
         prepared.extra["question"] = question
-        rules = span_rules(doc.text, prepared.encoded.offsets)
+        prepared.extra["text"] = doc.text
+        rules = span_rules(doc.text, prepared.encoded.offsets, headings=asks_for_heading(question))
         for item in prepared.items:
             item.extra["span_rules"] = rules.window(*item.window.span)
         return prepared
@@ -333,7 +337,7 @@ class QATask(Task):
             s0, s1 = item.window.span
             null = float(start_logits[b, 0]) + float(end_logits[b, 0])
             spans = best_spans(start_logits[b, c0: c0 + s1 - s0], end_logits[b, c0: c0 + s1 - s0], null,
-                               self.max_answer_tokens, max(self.top_k, QA_CANDIDATES), item.extra.get("span_rules"))
+                               self.max_answer_tokens, QA_ANSWER_POOL, item.extra.get("span_rules"))
             out.append([(margin, s0 + i, s0 + j) for margin, i, j in spans])
         return out
 
@@ -348,27 +352,23 @@ class QATask(Task):
         spans = sorted(best, key=lambda s: -best[s])
         return QACandidates(spans, [best[s] for s in spans], len(results))
 
+    def scored(self, prepared, results) -> list[tuple[tuple[int, int, float], float]]:
+        """The top_k distinct answers ((first token, last token, margin), score), best score
+        first, among the spans all windows propose (`distinct_answers`)."""
+        offsets, text = prepared.encoded.offsets, prepared.extra["text"]
+        spans = [(ts, te, margin) for window in results for margin, ts, te in window]
+        return distinct_answers(spans, self.candidates(results), self.temperature,
+                                lambda s: text[offsets[s[0]][0]:offsets[s[1]][1]], self.top_k)
+
     def ranked(self, prepared, results) -> list[tuple[int, int, float]]:
-        """The top_k distinct spans (first token, last token, margin), best margin first."""
-        offsets = prepared.encoded.offsets
-        seen, chosen = set(), []
-        for margin, ts, te in sorted((c for r in results for c in r), key=lambda c: -c[0]):
-            start, end = offsets[ts][0], offsets[te][1]
-            if (start, end) in seen:
-                continue  # the same span proposed by two overlapping windows
-            seen.add((start, end))
-            chosen.append((ts, te, margin))
-            if len(chosen) == self.top_k:
-                break
-        return chosen
+        """The top_k distinct answers (first token, last token, margin), best score first."""
+        return [span for span, _ in self.scored(prepared, results)]
 
     def answers(self, doc, prepared, results) -> list[dict]:
-        """The top_k answers, best margin first, each with its score."""
+        """The top_k distinct answers, best score first, each with its score."""
         offsets = prepared.encoded.offsets
-        chosen = self.ranked(prepared, results)
-        scores = self.candidates(results).probabilities(chosen, self.temperature)
         return [{"answer": doc.text[offsets[ts][0]:offsets[te][1]], "start": offsets[ts][0], "end": offsets[te][1],
-                 "score": score} for (ts, te, _), score in zip(chosen, scores)]
+                 "score": score} for (ts, te, _), score in self.scored(prepared, results)]
 
     def finish(self, doc, prepared, results):
         answers = self.answers(doc, prepared, results)
