@@ -32,7 +32,7 @@ def test_proper_names_are_read_from_a_mentions_text(text, words, address, gender
     assert name(text) == Name(frozenset(words), address, gender)
 
 
-@pytest.mark.parametrize("text", ["the captain", "She", "You", "the King and Queen of Hearts", "my Father", "Nobody",
+@pytest.mark.parametrize("text", ["the old man", "She", "You", "the King and Queen of Hearts", "my Father", "Nobody",
                                   "a man called Ruben who played the cello", "Mr."])
 def test_what_is_no_proper_name(text):
     assert proper_name(text) is None
@@ -147,3 +147,31 @@ def test_far_apart_chains_join_by_name_and_get_a_representative_name():
     assert merged.name_of(chains[0]) in ("Teodor Varga", "Mr. Varga")
     assert merged.name_of(chains[1]) == "Mrs. Varga"
     assert merged.name_of([he]) is None
+
+
+def test_titles_with_the_are_names_and_short_titles_read_as_titles():
+    assert name("the squire") == Name(frozenset({"squire"}), None, None)
+    assert name("Dr. Livesey").words == {"doctor", "livesey"}
+    assert names_compatible(name("the doctor"), name("Dr. Livesey"))
+    assert not names_compatible(name("the doctor"), name("the squire"))
+    assert proper_name("a doctor") is None and proper_name("the old man") is None
+
+
+def test_a_fuller_name_bridges_its_parts():
+    jim, hawkins, full = name("Jim"), name("Hawkins"), name("Jim Hawkins")
+    assert not names_compatible(jim, hawkins)
+    assert names_compatible(jim, hawkins, bridges=[full])
+    assert profile(Mention(name=jim)).compatible(profile(Mention(name=hawkins), Mention(name=full)))
+    assert not profile(Mention(name=jim)).compatible(profile(Mention(name=hawkins)))
+    assert not profile(Mention(name=name("Ilka"))).compatible(profile(Mention(name=hawkins), Mention(name=full)))
+
+
+def test_no_bridge_across_a_married_or_unmarried_womans_surname_and_no_name_with_a_comma():
+    assert proper_name("Darcy, Caroline") is None
+    assert name("Sir William").words == {"william"} and name("Sir William").gender == "m"
+    assert not names_compatible(name("Mrs. Bennet"), name("Elizabeth"), bridges=[name("Elizabeth Bennet")])
+
+
+def test_a_title_said_to_someone_is_their_name():
+    assert name("doctor") == name("the doctor") == Name(frozenset({"doctor"}), None, None)
+    assert not profile(Mention(name=name("squire"))).compatible(profile(Mention(name=name("Dr. Livesey"))))

@@ -65,13 +65,23 @@ SECOND_PERSON = frozenset("you your yours yourself yourselves thou thee thy thin
 _NOT_NAMES = frozenset(
     "a an the this that these those my your his her its our their one some any every each all both no none nobody "
     "somebody someone everybody everyone anybody anyone nothing something everything who whom whose which what "
-    "father mother papa mama mamma sir madam ma'am uncle aunt".split()
+    "father mother papa mama mamma ma'am uncle aunt".split()
 )
 # Words before a name that are not part of it ("the", "poor Alice", "old Teodor").
 _BEFORE_NAMES = frozenset("the poor old young little dear good".split())
 # Small words that may sit inside a name ("Queen of Hearts", "Lady Catherine de Bourgh").
 _NAME_JOINERS = frozenset("of de du da van von la le the".split())
+# Titles a story calls one person by ("the squire", "the doctor", "Why, doctor"): a name; and the
+# short forms of titles, read as the title ("Dr. Livesey" and "the doctor" share "doctor").
+TITLES = frozenset(
+    "doctor captain squire colonel major general admiral lieutenant sergeant professor judge parson vicar rector "
+    "reverend governor king queen prince princess duke duchess count countess baron baroness earl marquis".split()
+)
+_SHORT_TITLES = {"dr": "doctor", "capt": "captain", "col": "colonel", "gen": "general", "prof": "professor",
+                 "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
 _WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
+_NOT_IN_NAMES = re.compile(r"[,;:!?()\"\u201c\u201d\u2014]")
+_AFTER_MR = re.compile(r"\b(?:Mr|Mister)\.?\s+([A-Z][\w'-]*)")
 
 
 class Name(NamedTuple):
@@ -86,13 +96,18 @@ class Name(NamedTuple):
 def proper_name(text: str) -> Name | None:
     """The name a mention's text gives, when it is a name: every word capitalised but small
     joiners, at most five words, not a group ("the King and Queen"), not a pronoun.
-    "the Mock Turtle" -> {mock, turtle}; "Mr. Darcy's" -> {darcy}, mr, m; "the captain" -> None."""
+    "the Mock Turtle" -> {mock, turtle}; "Mr. Darcy's" -> {darcy}, mr, m; "the squire" -> {squire}
+    (a title: see TITLES); "the old man" -> None."""
+    if _NOT_IN_NAMES.search(text):  # "Darcy, Caroline" is two names, not one
+        return None
     words = _WORD.findall(text.replace("\u2019", "'"))
     words = [w[:-2] if w.lower().endswith("'s") else w.rstrip(".") for w in words]
     while words[:-1] and words[0].lower() in _BEFORE_NAMES:
         words = words[1:]
     if not words or len(words) > 5 or any(w.lower() in ("and", "or") for w in words):
         return None
+    if len(words) == 1 and words[0].lower() in TITLES:  # "the squire", or "squire" said to him
+        return Name(frozenset([words[0].lower()]), None, _NOUN_GENDER.get(words[0].lower()))
     if words[0].lower() in _NOT_NAMES or pronoun_kind(words[0]) or words[0].lower() in SECOND_PERSON:
         return None
     address = gender = None
@@ -105,7 +120,7 @@ def proper_name(text: str) -> Name | None:
         if not w[0].isupper() and lower not in _NAME_JOINERS:
             return None
         if lower not in _NAME_JOINERS:
-            kept.append(lower)
+            kept.append(_SHORT_TITLES.get(lower, lower))
     if not kept:
         return None
     lower = [w.lower() for w in words]
@@ -113,15 +128,22 @@ def proper_name(text: str) -> Name | None:
     return Name(frozenset(kept), address, gender or _NOUN_GENDER.get(head))
 
 
-def names_compatible(a: Name, b: Name) -> bool:
+def names_compatible(a: Name, b: Name, bridges=()) -> bool:
     """Whether two names can name one person: the same gender and form of address where both
     say one, and the words of one among the other's ("Mr. Varga" ~ "Teodor Varga" ~ "Teodor";
-    not "Teodor" ~ "Ilka", not "Mr. Varga" ~ "Mrs. Varga", not "Captain Flint" ~ "Captain Smollett")."""
+    not "Teodor" ~ "Ilka", not "Mr. Varga" ~ "Mrs. Varga", not "Captain Flint" ~ "Captain Smollett"),
+    or both among the words of a fuller name of the same person (`bridges`: "Jim" and "Hawkins"
+    are one beside "Jim Hawkins")."""
     if a.gender and b.gender and a.gender != b.gender:
         return False
     if a.address and b.address and a.address != b.address:
         return False
-    return a.words <= b.words or b.words <= a.words
+    if a.words <= b.words or b.words <= a.words:
+        return True
+    if a.address in ("mrs", "miss") or b.address in ("mrs", "miss"):
+        return False  # "Mrs. Bennet" and "Elizabeth" are not one beside "Elizabeth Bennet"
+    both = a.words | b.words
+    return any(both <= m.words for m in bridges)
 
 
 def genders_agree(a: set[str], b: set[str]) -> bool:
@@ -188,13 +210,19 @@ class Profile:
         for q, persons in other.quotes.items():
             self.quotes.setdefault(q, set()).update(persons)
 
+    def _names_fit(self, other: "Profile") -> bool:
+        if not self.names or not other.names:
+            return True
+        bridges = [n for n in self.names | other.names if len(n.words) > 1]
+        return all(names_compatible(a, b, bridges) for a in self.names for b in other.names)
+
     def compatible(self, other: "Profile") -> bool:
         """Whether the two can be one entity: every rule above holds between them."""
         return (
             pronouns_agree(self.kinds, other.kinds)
             and genders_agree(self.genders, other.genders)
             and not speakers_differ(self.quotes, other.quotes)
-            and all(names_compatible(a, b) for a in self.names for b in other.names)
+            and self._names_fit(other)
         )
 
 
@@ -244,6 +272,9 @@ class MentionReader:
     def __init__(self, text: str, offsets: list[tuple[int, int]], pronouns: dict[tuple[int, int], str]):
         self.text, self.offsets, self.pronouns = text, offsets, pronouns
         self.quotes = quote_spans(text)
+        # Family names a man of the text is called by ("Mr. Darcy"): alone, such a name is his
+        # (novels call the man "Darcy", his sister "Miss Darcy", never "Darcy").
+        self.men_surnames = {m.group(1).lower() for m in _AFTER_MR.finditer(text)}
         self._quote_starts = [a for a, _ in self.quotes]
         self._cache: dict[tuple[int, int], Mention] = {}
 
@@ -269,6 +300,8 @@ class MentionReader:
         if text.lower() in SECOND_PERSON:
             return Mention(quote=quote, person=2)
         name = proper_name(text)
+        if name and len(name.words) == 1 and not name.address and not name.gender and name.words <= self.men_surnames:
+            name = name._replace(gender="m")
         if name:
             return Mention(name=name, gender=name.gender)
         words = text.lower().split()

@@ -86,21 +86,22 @@ class DocumentEntities:
         return names.most_common(1)[0][0] if names else None
 
     def _join_by_name(self, entities: list[_Entity]) -> list[_Entity]:
-        by_name: dict[Name, list[_Entity]] = {}
+        by_name: dict[frozenset, list[_Entity]] = {}  # the words of each entity's dominant name
         kept: list[_Entity] = []
-        for e in entities:  # the same dominant name: one entity, where compatible
+        for e in entities:  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
             name = self._dominant_name(e)
-            into = next((o for o in by_name.get(name, []) if o.profile.compatible(e.profile)), None) if name else None
+            words = name.words if name else None
+            into = next((o for o in by_name.get(words, []) if o.profile.compatible(e.profile)), None) if name else None
             if into is None:
                 kept.append(e)
                 if name:
-                    by_name.setdefault(name, []).append(e)
+                    by_name.setdefault(words, []).append(e)
             else:
                 _absorb(into, e)
         gone: set[int] = set()
-        for name, group in sorted(by_name.items(), key=lambda kv: len(kv[0].words)):
+        for words, group in sorted(by_name.items(), key=lambda kv: len(kv[0])):
             for e in group:  # a short name that fits exactly one longer one
-                fits = [o for longer, others in by_name.items() if name.words < longer.words
+                fits = [o for longer, others in by_name.items() if words < longer
                         for o in others if id(o) not in gone and o.profile.compatible(e.profile)]
                 if len(fits) == 1:
                     _absorb(fits[0], e)
