@@ -41,13 +41,12 @@ numbers compare with published ones:
 from __future__ import annotations
 
 import csv
-import re
-import string
 from collections import Counter
 from dataclasses import dataclass
 from typing import Hashable, Iterable, Mapping, Sequence
 
 from ..errors import InputError
+from ..infer.answers import normalize_answer
 from ..wording import plural
 
 __all__ = [
@@ -133,15 +132,7 @@ def classification_scores(gold: Sequence[str], predicted: Sequence[str | None]) 
 # ---------------------------------------------------------------------------
 # SQuAD v1.1
 
-_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def normalize_answer(text: str) -> str:
-    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
+# normalize_answer (SQuAD's normalisation) lives with the answers it compares: infer/answers.py.
 
 
 def _token_f1(prediction: str, truth: str) -> float:

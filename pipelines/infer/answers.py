@@ -11,9 +11,21 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from dataclasses import dataclass, field
 
 from .tokenize import paragraph_ids
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces (answers
+    of the same text are one answer; pipelines/eval/metrics.py scores with it too)."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
 
 # -- QA: which spans may be answers --------------------------------------------------------------
 # An answer starts and ends on a word's edge, never on punctuation, and never leaves a quotation
@@ -324,8 +336,6 @@ def distinct_answers(spans: list[tuple[int, int, float]], candidates: QACandidat
     validation paragraph questions (benchmarks/eval_qa.py, fp32, 2026-11-25) the best answer
     picked by score had EM 24.4, F1 60.1; picked so, EM 61.1, F1 73.6 (the best margin alone:
     EM 60.6, F1 73.0)."""
-    from ..eval.metrics import normalize_answer
-
     known = set(candidates.spans)
     covered: set[int] = set()  # tokens of the answers so far and of their variants among the candidates
     answers = []
