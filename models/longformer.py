@@ -578,8 +578,9 @@ class LongformerForCoreference(LongformerPreTrainedModel):
     config.extra["coref"] sets ffnn_size (default: hidden size), max_span_width (30),
     top_lambda (0.4), mention_threshold (0: a kept span is a mention when f_m exceeds it) and
     link_threshold (0: a mention links to its best antecedent when f_a exceeds it, i.e.
-    beats the dummy) and pronoun_agreement (true: a chain never holds personal pronouns of
-    two kinds, "he" and "she"); see pipelines/infer/coref_decode.py.
+    beats the dummy) and pronoun_agreement (true: a chain never holds two people that cannot
+    be one: personal pronouns of two kinds, two names, two genders; see
+    pipelines/infer/coref_entities.py).
     """
 
     def __init__(self, config: LongformerConfig):
