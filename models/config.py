@@ -8,6 +8,7 @@ the original model does (see `LongformerConfig.from_dict`).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,38 @@ class LongformerConfig:
 
     def to_json_file(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def coref_settings(config: "LongformerConfig") -> dict:
+    """config.json's "coref" block, checked: each setting of the kind it must be (JSON true or
+    false for pronoun_agreement, whole numbers for the sizes, numbers for the rest), else a
+    one-line ConfigError naming the setting and the value (a quoted "false" would read as on)."""
+    block = config.extra.get("coref")
+    if block is None:
+        block = {}
+    if not isinstance(block, dict):
+        raise ConfigError(f'config.json: "coref" must be a JSON object of settings, got {_shown(block)}')
+    kinds = {"ffnn_size": (int, config.hidden_size), "max_span_width": (int, 30), "top_lambda": (float, 0.4),
+             "mention_threshold": (float, 0.0), "link_threshold": (float, 0.0), "pronoun_agreement": (bool, True)}
+    out = {}
+    for key, (kind, default) in kinds.items():
+        value = block.get(key, default)
+        if kind is bool:
+            ok = isinstance(value, bool)
+            wanted = "true or false (a JSON boolean, without quotes)"
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+            wanted = "a positive whole number"
+        else:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+            wanted = "a number"
+        if not ok:
+            raise ConfigError(f'config.json: "{key}" in the "coref" block must be {wanted}, got {_shown(value)}')
+        out[key] = kind(value)
+    return out
+
+
+def _shown(value) -> str:
+    """A config value as config.json writes it, with its JSON kind when it is a string."""
+    text = json.dumps(value, default=repr)
+    return f"{text} (a string)" if isinstance(value, str) else text

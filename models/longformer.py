@@ -16,7 +16,6 @@ Classes read bottom-up: embeddings, attention, layer, encoder, model, heads.
 
 from __future__ import annotations
 
-import json
 import math
 
 import torch
@@ -28,7 +27,7 @@ from lfcli.kernels import banded_attention, resolve_backend
 from lfcli.kernels.fused import Dropout, linear_gelu
 from lfcli.kernels.chunked import global_columns
 
-from .config import ConfigError, LongformerConfig
+from .config import LongformerConfig, coref_settings
 
 ACT2FN = {"gelu": F.gelu, "relu": F.relu, "gelu_new": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu}
 
@@ -511,41 +510,6 @@ class CorefScores:
         self.top_scores, self.antecedent_scores = top_scores, antecedent_scores
 
 
-def _coref_settings(config: LongformerConfig) -> dict:
-    """config.json's "coref" block, checked: each setting of the kind it must be (JSON true or
-    false for pronoun_agreement, whole numbers for the sizes, numbers for the rest), else a
-    one-line ConfigError naming the setting and the value (a quoted "false" would read as on)."""
-    block = config.extra.get("coref")
-    if block is None:
-        block = {}
-    if not isinstance(block, dict):
-        raise ConfigError(f'config.json: "coref" must be a JSON object of settings, got {_shown(block)}')
-    kinds = {"ffnn_size": (int, config.hidden_size), "max_span_width": (int, 30), "top_lambda": (float, 0.4),
-             "mention_threshold": (float, 0.0), "link_threshold": (float, 0.0), "pronoun_agreement": (bool, True)}
-    out = {}
-    for key, (kind, default) in kinds.items():
-        value = block.get(key, default)
-        if kind is bool:
-            ok = isinstance(value, bool)
-            wanted = "true or false (a JSON boolean, without quotes)"
-        elif kind is int:
-            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
-            wanted = "a positive whole number"
-        else:
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
-            wanted = "a number"
-        if not ok:
-            raise ConfigError(f'config.json: "{key}" in the "coref" block must be {wanted}, got {_shown(value)}')
-        out[key] = kind(value)
-    return out
-
-
-def _shown(value) -> str:
-    """A config value as config.json writes it, with its JSON kind when it is a string."""
-    text = json.dumps(value, default=repr)
-    return f"{text} (a string)" if isinstance(value, str) else text
-
-
 class LongformerForCoreference(LongformerPreTrainedModel):
     """Start-to-end coreference (Kirstain, Ram & Levy 2021, "Coreference Resolution without
     Span Representations"). No global attention.
@@ -585,7 +549,7 @@ class LongformerForCoreference(LongformerPreTrainedModel):
 
     def __init__(self, config: LongformerConfig):
         super().__init__(config)
-        coref = _coref_settings(config)
+        coref = coref_settings(config)
         size = coref["ffnn_size"]
         self.max_span_width = coref["max_span_width"]
         self.top_lambda = coref["top_lambda"]  # mentions kept per token
