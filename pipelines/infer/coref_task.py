@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..io.readers import Document
 from .coref_decode import decode_clusters, words_of
 from .coref_entities import Mention, MentionReader, Name, Profile
 from .tasks import Item, Prepared, Task
