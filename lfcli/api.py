@@ -17,18 +17,19 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 
-def _documents(docs: Iterable[Any]) -> Iterator:
+def _documents(docs: Iterable[Any], empty_ok: bool = False) -> Iterator:
     from lfcli.pipelines.io.document import Document
 
     for i, doc in enumerate(docs):
         if isinstance(doc, Document):
             yield doc
         elif isinstance(doc, str):
-            yield Document(str(i), doc if doc.strip() else None, None if doc.strip() else "empty document")
+            ok = bool(doc.strip()) or empty_ok
+            yield Document(str(i), doc if ok else None, None if ok else "empty document")
         elif isinstance(doc, dict):
             text = doc.get("text")
             fields = {k: v for k, v in doc.items() if k not in ("id", "text")}
-            error = None if isinstance(text, str) and text.strip() else "empty document"
+            error = None if isinstance(text, str) and (text.strip() or empty_ok) else "empty document"
             yield Document(str(doc.get("id", i)), text if error is None else None, error, fields)
         else:
             raise TypeError(f"document {i}: expected str, dict or Document, got {type(doc).__name__}")
@@ -48,7 +49,9 @@ def Pipeline(task: str, model: str | None = None, **options):
 
 
 def _run(task: str, docs, model, on_error: str = "skip", **options) -> list[dict]:
-    return list(Pipeline(task, model, **options).run(_documents(docs), on_error=on_error))
+    from lfcli.pipelines.infer.tasks import EMPTY_OK_TASKS
+
+    return list(Pipeline(task, model, **options).run(_documents(docs, task in EMPTY_OK_TASKS), on_error=on_error))
 
 
 def embed(docs, model: str | None = None, **options) -> list[dict]:
@@ -70,7 +73,8 @@ def qa(docs, model: str | None = None, question: str | None = None, **options) -
 
 
 def corefs(docs, model: str | None = None, **options) -> list[dict]:
-    """Rows {id, clusters: [[{start, end, text}, ...], ...]}."""
+    """Rows {id, chains: [{name, mentions: [{start, end, text}, ...]}, ...]}; an empty document
+    has no chains."""
     return _run("corefs", docs, model, **options)
 
 

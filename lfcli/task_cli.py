@@ -26,6 +26,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     from lfcli.pipelines.progress import progress_reporter
     from lfcli.pipelines.io.readers import inputs_with_field, iter_documents
     from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
+    from lfcli.pipelines.infer.tasks import EMPTY_OK_TASKS
     from lfcli.pipelines.io.writers import open_writer
 
     read, job, pipe_opts = _job(model, options)
@@ -52,7 +53,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     question = pipe_opts.get("question")
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
         window_tokenizer(task, model_name(task, pipe_opts["model"], pipe_opts.get("labels")), pipe_opts["max_length"], question)
-    docs = iter_documents(inputs, **read, empty_ok=task == "corefs")  # corefs: an empty document has no chains
+    docs = iter_documents(inputs, **read, empty_ok=task in EMPTY_OK_TASKS)
     if task == "qa":  # no question anywhere: one usage error, not an error row per document
         check_questions(question, question is not None or inputs_with_field(
             inputs, "question", glob=read["glob"], input_format=read["input_format"]))

@@ -476,3 +476,7 @@ def test_corefs_gives_an_empty_document_no_chains(ckpts, tmp_path):
     assert rows_of(r.stdout) == [{"id": "blank.txt", "chains": []}, {"id": "empty.txt", "chains": []}]
     r = invoke("embed", tmp_path / "empty.txt", "-m", ckpts["embed"], "--quiet")
     assert r.exit_code == 1 and "empty document" in rows_of(r.stdout)[0]["error"]
+    import lfcli  # the Python API reads them the same way
+
+    assert lfcli.corefs(["", "  "], model=ckpts["corefs"]) == [{"id": "0", "chains": []}, {"id": "1", "chains": []}]
+    assert "empty document" in lfcli.embed([""], model=ckpts["embed"])[0]["error"]

@@ -50,6 +50,7 @@ from ..io.inputs import ReadOptions
 from ..io.parquet_reader import parquet_plan, parquet_row_document
 from ..io.readers import ENCODING_ERRORS, Document, detect_format, walk_folder
 from .runner import Stats, check_options, check_questions, model_name
+from .tasks import EMPTY_OK_TASKS
 from ..wording import plural
 
 ENGINES = ("local", "ray")
@@ -167,14 +168,14 @@ class ParquetInput:
         return sum(self.group_rows[:group])
 
 
-def reader_options(read: dict) -> ReadOptions:
+def reader_options(read: dict, empty_ok: bool = False) -> ReadOptions:
     if read.get("encoding_errors", "strict") not in ENCODING_ERRORS:
         raise UsageError(f"--encoding-errors must be one of {', '.join(ENCODING_ERRORS)}")
     if read.get("input_format", "auto") not in ("auto", "parquet"):
         raise UsageError("--engine ray reads Parquet: --input-format must be auto or parquet")
     return ReadOptions(text_column=read.get("text_column", "text"), id_column=read.get("id_column") or None,
                     glob=read.get("glob") or None, encoding_errors=read.get("encoding_errors", "strict"),
-                    fields=("question",), input_format="auto")
+                    fields=("question",), input_format="auto", empty_ok=empty_ok)
 
 
 def _expand(inputs: list[str]) -> list[str]:
@@ -553,7 +554,7 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     device = pipe_opts.get("device", "auto")
     # the driver may have no GPU where the workers do: their device is checked in the pool
     check_options(task, **{**_check_args(pipe_opts), "device": "cpu" if device.startswith("cuda") else device})
-    reader = reader_options(read)
+    reader = reader_options(read, empty_ok=task in EMPTY_OK_TASKS)
     ray = require_ray(starts_local=opts.ray_address is None and not os.environ.get("RAY_ADDRESS"))
     files = list_inputs(inputs, reader)
     if task == "qa":

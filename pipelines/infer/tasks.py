@@ -33,6 +33,8 @@ from .tokenize import DocumentTokenizer, Encoded, Window, owned_ranges, plan_win
 # those with gold labels, which `lfcli finetune` trains and `lfcli evaluate` scores.
 TASKS = ("classify", "qa", "embed", "corefs")
 LABELLED_TASKS = tuple(task for task in TASKS if task != "embed")
+# Tasks for which an empty document is a document (corefs: no chains), not an error row.
+EMPTY_OK_TASKS = ("corefs",)
 
 
 @dataclass
