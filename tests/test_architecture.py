@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Which package may import which: each layer calls only the ones below it, and pipelines reach
 # the kernels through models (models re-exports the backend choice pipelines need). Inside
-# pipelines the rooms are layers too (io <- infer <- eval <- train), above the three small
+# pipelines the rooms are layers too (io <- view <- infer <- eval <- train), above the three small
 # modules at pipelines' top (errors, wording, progress), which import no room.
 PACKAGES = ("lfcli", "lfcli.pipelines", "lfcli.models", "lfcli.kernels")  # pyproject's package-dir
-ROOMS = ("lfcli.pipelines.io", "lfcli.pipelines.infer", "lfcli.pipelines.eval", "lfcli.pipelines.train")
+ROOMS = ("lfcli.pipelines.io", "lfcli.pipelines.view", "lfcli.pipelines.infer", "lfcli.pipelines.eval", "lfcli.pipelines.train")
 LAYERS = PACKAGES + ROOMS
 MAY_IMPORT = {
     "lfcli": set(LAYERS),
