@@ -18,15 +18,25 @@ repository:
     benchmarks/results/coref_training_metrics.jsonl       -> benchmarks/results/coref_training.png
     benchmarks/results/coref_stage2_metrics.jsonl         -> benchmarks/results/coref_stage2_training.png
 
-Needs matplotlib (`pip install -e '.[dev]'` or `pip install matplotlib`).
+The reading and drawing are lfcli's own (lfcli/pipelines/view/curves.py, as `lfcli plot RUN_DIR`
+draws them); this script adds the bundled list, a title and the evaluations table on stdout.
+Needs matplotlib (`pip install 'lfcli[plots]'`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from lfcli.pipelines.view.curves import (  # noqa: F401  kept, score_label: this script's names too
+    PlotsMissing,
+    draw_curves,
+    evaluations_table,
+    kept,
+    read_curves,
+    score_label,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -38,107 +48,27 @@ BUNDLED_CURVES = [
     (RESULTS / "coref_stage2_metrics.jsonl", RESULTS / "coref_stage2_training.png",
      "minilm-l6-long-litbank-coref, stage 2: LitBank + GAP rows, from stage 1"),
 ]
-# What the `score` of each task's evaluations is, for the axis label.
-SCORE_LABELS = [
-    ("gap_f1", "validation: mean of CoNLL F1 and GAP F1"),  # corefs with --gap-validation
-    ("conll_f1", "validation CoNLL F1"),
-    ("exact_match", "validation F1 (SQuAD)"),
-    ("macro_f1", "validation macro-F1"),
-    ("bpt", "held-out bits per token"),
-]
 
 
 def read_metrics(path: Path) -> tuple[list[tuple[int, float]], list[dict]]:
-    """(update, loss) of the step lines and the eval records, in update order. A resumed run
-    repeats updates after its restart point: the later line of an update wins."""
-    losses: dict[int, float] = {}
-    evals: dict[int, dict] = {}
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise SystemExit(f"{path}:{number}: not JSON ({exc})") from None
-            event = record.get("event")
-            if event == "step" and isinstance(record.get("loss"), (int, float)):
-                losses[int(record["step"])] = float(record["loss"])
-            elif event == "eval" and "step" in record:
-                evals[int(record["step"])] = record
-    return sorted(losses.items()), [evals[s] for s in sorted(evals)]
+    """(update, loss) of the step lines and the eval records, in update order (the reading
+    rules, resumed runs and torn last lines among them, are curves.read_curves')."""
+    curves = read_curves(path)
+    return curves.losses, curves.evals
 
 
-def score_label(evals: list[dict], metric: str) -> str:
-    if metric != "score":
-        return f"validation {metric}"
-    keys = set().union(*(e.keys() for e in evals)) if evals else set()
-    return next((label for key, label in SCORE_LABELS if key in keys), "validation score")
-
-
-def kept(evals: list[dict]) -> dict | None:
-    """The evaluation whose model the run kept: the last one marked best."""
-    best = [e for e in evals if e.get("best")]
-    return best[-1] if best else None
-
-
-def table(evals: list[dict], metric: str) -> str:
-    keep = kept(evals)
-    lines = [f"{'update':>7} {'epoch':>6} {metric:>12}"]
-    for e in evals:
-        value = e.get(metric)
-        epoch = e.get("epoch")
-        lines.append(f"{e['step']:>7} {epoch if epoch is not None else '-':>6} "
-                     f"{value if not isinstance(value, float) else round(value, 2):>12}"
-                     + ("  kept" if e is keep else ""))
-    return "\n".join(lines)
-
-
-def plot(path: Path, out: Path, metric: str = "score", title: str | None = None) -> Path:
-    losses, evals = read_metrics(path)
-    if not losses and not evals:
+def plot(path: Path, out: Path, metric: str | None = None, title: str | None = None) -> Path:
+    """Draw `path`'s curves into `out`; print the evaluations table and where the plot went."""
+    curves = read_curves(path)
+    if curves.empty:
         raise SystemExit(f"{path}: no step or eval lines (is it a metrics.jsonl of lfcli finetune?)")
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SystemExit("plot_training.py needs matplotlib: pip install matplotlib") from None
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
-    if losses:
-        left.plot([s for s, _ in losses], [v for _, v in losses], color="tab:blue", linewidth=1.2)
-        left.set_yscale("log")
-    left.set(title="training loss", xlabel="update", ylabel="loss (log scale)")
-    left.grid(alpha=0.3)
-    points = [(e["step"], e[metric]) for e in evals if isinstance(e.get(metric), (int, float))]
-    if points:
-        right.plot([s for s, _ in points], [v for _, v in points], marker="o", color="tab:orange")
-        keep = kept(evals)
-        if keep is not None and isinstance(keep.get(metric), (int, float)):
-            right.scatter([keep["step"]], [keep[metric]], s=160, facecolors="none", edgecolors="black",
-                          linewidths=1.5, zorder=3, label=f"kept: {keep[metric]:.1f} at update {keep['step']}")
-            right.legend(loc="best")
-        if len(points) <= 8:  # few evaluations: their values beside the points
-            for step, value in points:
-                right.annotate(f"{value:.1f}", (step, value), textcoords="offset points", xytext=(-6, 8), ha="right")
-    if losses:
-        right.set_xlim(left.get_xlim())
-    if points:
-        low, high = min(v for _, v in points), max(v for _, v in points)
-        pad = max(high - low, 1.0) * 0.15
-        right.set_ylim(low - pad, high + pad)
-    right.set(title="validation", xlabel="update", ylabel=score_label(evals, metric))
-    right.grid(alpha=0.3)
-    if title:
-        fig.suptitle(title)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    print(table(evals, metric))
+    try:
+        draw_curves(curves, out, metric, title)
+    except PlotsMissing as exc:
+        raise SystemExit(f"plot_training.py: {exc}") from None
+    print(evaluations_table(curves.evals, metric))
     print(f"plot written to {out}")
     return out
 
@@ -148,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("metrics", nargs="?", type=Path, help="a run's metrics.jsonl (default: the bundled models' curves)")
     p.add_argument("-o", "--output", type=Path, help="the PNG to write (default: METRICS with .png)")
-    p.add_argument("--metric", default="score", help="the eval field to plot (default: score, the one that chose the kept model)")
+    p.add_argument("--metric", help="the eval field to plot (default: the task's score, the one that chose the kept "
+                   "model; bits per token for pretraining)")
     p.add_argument("--title", help="a title over both panels")
     args = p.parse_args(argv)
     if args.metrics is None:
