@@ -27,7 +27,8 @@ the rest, the same for every task, top to bottom as nanoGPT's train.py does:
   resume    a checkpoint after every evaluation (`save_every`) holds the trainable
             weights, the optimizer, the stream position and every RNG state; a resumed
             run ends with the same weights as one that never stopped.
-  log       OUTPUT/metrics.jsonl gets one line per update and per evaluation; progress
+  log       OUTPUT/metrics.jsonl gets one line per update and per evaluation, and
+            OUTPUT/curve.png draws it after each evaluation (with matplotlib); progress
             (loss, tokens/s, ETA) on stderr: a rich bar on a terminal, plain lines otherwise.
 """
 
@@ -49,11 +50,11 @@ import torch
 
 from ..errors import InputError, UsageError
 from ..infer.precision import autocast_for
+from ..view.curves import CURVE_FILE, METRICS_FILE, RunCurve
 from .batches import Stream, mix_seed, plan_fixed, plan_update, steps_per_epoch
 
 STATE_DIR = "train_state"
 STATE_FILE = "trainer_state.pt"
-METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "training_summary.json"
 STATE_VERSION = 1
 
@@ -193,7 +194,7 @@ def clear_output(output: Path, files: Sequence[str]) -> None:
     if not output.is_dir():
         return
     for child in output.iterdir():
-        if child.is_file() and child.name in (*files, METRICS_FILE, SUMMARY_FILE):
+        if child.is_file() and child.name in (*files, METRICS_FILE, SUMMARY_FILE, CURVE_FILE):
             child.unlink()
         elif child.is_dir() and child.name in (STATE_DIR, f".tmp-{STATE_DIR}", ".tmp-best"):
             shutil.rmtree(child, ignore_errors=True)
@@ -397,6 +398,7 @@ class Run:
         self.stream = Stream(len(self.examples), config.seed)
         self.session_tokens, self.session_time, self.first_step = 0, 0.0, 0
         self.resumed_from: int | None = None
+        self.curve = RunCurve(output, lambda m: self.emit({"event": "message", "message": m}), enabled=dist.main)
 
     def emit(self, record: dict) -> None:
         """One line of OUTPUT/metrics.jsonl, and the caller's log."""
@@ -419,7 +421,8 @@ class Run:
         else:
             self.output.mkdir(parents=True, exist_ok=True)
             if dist.main:
-                (self.output / METRICS_FILE).unlink(missing_ok=True)
+                for name in (METRICS_FILE, CURVE_FILE):
+                    (self.output / name).unlink(missing_ok=True)
             random.seed(mix_seed(config.seed, "python", dist.rank))
             torch.manual_seed(mix_seed(config.seed, "dropout", dist.rank))
         self.trainable_n = sum(p.numel() for p in self.params)
@@ -533,6 +536,7 @@ class Run:
         elif not baseline:
             st.evals_since_best += 1
         self.emit(record)
+        self.curve.redraw()  # OUTPUT/curve.png (pipelines/view/curves.py)
 
     def keep_best(self) -> None:
         """Write the model into the output folder: into a temporary folder first, then each

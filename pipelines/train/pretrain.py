@@ -58,7 +58,8 @@ Optimisation (trainer settings)
 Output folder (the trainer's layout, as `lfcli finetune` writes it)
   * OUTPUT/ holds the best model so far (config.json, model.safetensors in transformers'
     layout as LongformerForMaskedLM, the tokenizer files), metrics.jsonl (every update and
-    evaluation) and, at the end, training_summary.json.
+    evaluation), curve.png (drawn from it after each evaluation, with matplotlib) and, at the
+    end, training_summary.json.
   * OUTPUT/train_state/ is the resume state, rewritten every `save_every` updates (0: at the
     end only): trainable weights, optimizer, data position, every process's RNG states and
     the run's data fingerprint. `resume=True` continues from it: an interrupted-and-resumed
