@@ -1,0 +1,301 @@
+"""The corefs page: each document's text with every chain's mentions in the chain's colour,
+beside a list of its chains by name and mention count; hovering a chain (in the list or on a
+mention) or clicking it highlights that chain alone, and clicking its name again steps to
+its next mention.
+
+A whole novel is 700 KB of text and 20,000 mentions, more spans than a page should build at
+once. So the text goes in as plain escaped text cut into sections of about SECTION_CHARS
+characters at line breaks, and the mentions as compact JSON, per section a flat list
+[start, end, chain, ...] in the browser's string units (UTF-16, relative to the section). A
+script paints a section's mentions when it comes near the screen (IntersectionObserver), so
+the page opens as fast as plain text and scrolling paints only what is seen.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from .page import chain_colour, doc_index, dom_text, error_card, escape, frame
+
+SECTION_CHARS = 6000
+# Words that start a mention without making it a name ("He", "The captain").
+_NOT_NAME_WORDS = frozenset(
+    "i me my mine myself you your yours he him his himself she her hers herself it its itself we us our ours "
+    "they them their theirs themselves the a an this that these those who whom whose which what one someone "
+    "somebody everyone nobody all both each some any no".split())
+_NAME_JOINERS = frozenset("of de la le van von der du da di and the y".split())
+
+CSS = """
+.cdoc .cols{display:grid;grid-template-columns:minmax(12em,17em) 1fr;gap:18px;align-items:start}
+.chains{position:sticky;top:8px;max-height:calc(100vh - 16px);overflow:auto;font-size:13px;border-right:1px solid var(--line);padding-right:8px}
+.chains .head{position:sticky;top:0;background:var(--paper);padding:0 0 6px}
+.chains input{width:100%;margin-top:4px;font:inherit;padding:2px 6px;border:1px solid var(--line);border-radius:4px}
+.chains ol{list-style:none;margin:0;padding:0}
+.chains li{display:flex;gap:6px;align-items:center;padding:1px 6px;border-radius:4px;cursor:pointer}
+.chains li:hover{background:#eef2f7}
+.sw{width:12px;height:12px;border-radius:3px;flex:none;border:1px solid rgba(0,0,0,.15)}
+.nm{flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.ct{color:var(--dim);font-variant-numeric:tabular-nums}
+.m{border-radius:2px;cursor:pointer}
+.m .m{box-shadow:inset 0 -2px rgba(0,0,0,.3)}
+"""
+
+SCRIPT = r"""
+(function () {
+  const data = JSON.parse(document.getElementById('lfcli-data').textContent);
+  const sections = data.sections, names = data.names, counts = data.counts;
+  const painted = new Set();
+  function paint(el) {  // wrap the section's mentions, nested as they nest in the text
+    const k = +el.dataset.k;
+    if (painted.has(k)) return;
+    painted.add(k);
+    const flat = sections[k];
+    if (!flat.length) return;
+    const text = el.textContent, frag = document.createDocumentFragment();
+    const stack = [{node: frag, end: Infinity}];
+    let pos = 0;
+    const close = () => { const t = stack.pop(); t.node.append(text.slice(pos, t.end)); pos = t.end; };
+    for (let i = 0; i < flat.length; i += 3) {
+      const s = flat[i], c = flat[i + 2];
+      while (stack.length > 1 && stack[stack.length - 1].end <= s) close();
+      const top = stack[stack.length - 1];
+      if (s > pos) { top.node.append(text.slice(pos, s)); pos = s; }
+      const e = Math.min(flat[i + 1], top.end);  // a crossing mention is cut at its parent's end
+      if (e <= s) continue;
+      const span = document.createElement('span');
+      span.className = 'm c' + c;
+      span.title = names[c] + ' (' + counts[c] + ')';
+      top.node.append(span);
+      stack.push({node: span, end: e});
+    }
+    while (stack.length > 1) close();
+    frag.append(text.slice(pos));
+    el.replaceChildren(frag);
+  }
+  const all = document.querySelectorAll('.sec');
+  if ('IntersectionObserver' in window) {
+    const io = new IntersectionObserver(function (entries) {
+      for (const e of entries) if (e.isIntersecting) { paint(e.target); io.unobserve(e.target); }
+    }, {rootMargin: '1500px 0px'});
+    all.forEach(el => io.observe(el));
+  } else {
+    all.forEach(paint);
+  }
+  // highlighting one chain: the hovered one, else the clicked one
+  const pick = document.createElement('style');
+  document.head.append(pick);
+  let chosen = null, hovered = null;
+  function refresh() {
+    const c = hovered !== null ? hovered : chosen;
+    pick.textContent = c === null ? '' :
+      '.picking .m:not(.c' + c + '){background:none!important;box-shadow:none}' +
+      '.m.c' + c + '{box-shadow:0 0 0 2px #1d2127}li[data-c="' + c + '"]{background:#dfe7f7}';
+    document.body.classList.toggle('picking', c !== null);
+    document.body.dataset.chain = c === null ? '' : c;
+  }
+  const places = {}, cursor = {};
+  function where(c) {  // [section, how many mentions of c in it] for each section holding c
+    if (places[c]) return places[c];
+    const out = [];
+    sections.forEach(function (flat, k) {
+      let n = 0;
+      for (let i = 2; i < flat.length; i += 3) if (flat[i] === c) n++;
+      if (n) out.push([k, n]);
+    });
+    return places[c] = out;
+  }
+  function next(c) {  // scroll to chain c's next mention (the first after the last visited)
+    const spots = where(c);
+    const total = spots.reduce((a, s) => a + s[1], 0);
+    if (!total) return;
+    let i = cursor[c] === undefined ? 0 : (cursor[c] + 1) % total;
+    cursor[c] = i;
+    for (const [k, n] of spots) {
+      if (i < n) {
+        const el = document.querySelector('.sec[data-k="' + k + '"]');
+        paint(el);
+        const m = el.querySelectorAll('.m.c' + c)[i];
+        (m || el).scrollIntoView({block: 'center'});
+        return;
+      }
+      i -= n;
+    }
+  }
+  const chainOf = el => { const m = el.closest && el.closest('.m, li[data-c]'); return m ?
+    +(m.dataset.c !== undefined ? m.dataset.c : m.className.match(/c(\d+)/)[1]) : null; };
+  document.addEventListener('mouseover', function (ev) {
+    const c = chainOf(ev.target);
+    if (c !== hovered) { hovered = c; refresh(); }
+  });
+  document.addEventListener('click', function (ev) {
+    const c = chainOf(ev.target);
+    if (c === null) return;
+    const inList = !!ev.target.closest('li[data-c]');
+    chosen = inList || chosen !== c ? c : null;
+    hovered = null;
+    refresh();
+    if (inList) next(c);
+  });
+  document.addEventListener('keydown', function (ev) {
+    if (ev.key === 'Escape') { chosen = hovered = null; refresh(); }
+  });
+  document.querySelectorAll('.chains input').forEach(function (box) {
+    box.addEventListener('input', function () {
+      const q = box.value.toLowerCase();
+      box.closest('.chains').querySelectorAll('li').forEach(li => {
+        li.hidden = q && !li.textContent.toLowerCase().includes(q);
+      });
+    });
+  });
+  window.lfcliPaint = paint;
+})();
+"""
+
+
+def chain_name(chain: dict) -> str:
+    """The name a chain goes by: its `name`, else its first mention that looks like a proper
+    name (capitalised words, not a pronoun or article first), else its first mention."""
+    if chain.get("name"):
+        return str(chain["name"])
+    texts = [" ".join(str(m.get("text") or "").split()) for m in chain.get("mentions") or []]
+    for text in texts:
+        words = [w.strip(".,;:!?'\"()\u2019\u201c\u201d") for w in text.split()]
+        words = [w for w in words if w]
+        if (words and words[0][:1].isupper() and words[0].lower() not in _NOT_NAME_WORDS
+                and all(w[:1].isupper() or w.lower() in _NAME_JOINERS for w in words)):
+            return text
+    return next((t for t in texts if t), "(no text)")
+
+
+def section_bounds(text: str, size: int = SECTION_CHARS) -> list[tuple[int, int]]:
+    """[start, end) of about `size` characters each, cut after a paragraph break, else a line
+    break, else a space, found within `size` characters past the target; else a hard cut."""
+    bounds, start, n = [], 0, len(text)
+    while start < n:
+        target = start + size
+        end = n
+        if target < n:
+            for mark in ("\n\n", "\n", " "):
+                cut = text.find(mark, target, target + size)
+                if cut >= 0:
+                    end = cut + 1
+                    break
+            else:
+                end = target
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _utf16(chunk: str) -> list[int] | None:
+    """Code point index -> UTF-16 index over `chunk`, or None when they are the same."""
+    if chunk.isascii() or max(chunk) <= "\uffff":
+        return None
+    index, total = [0], 0
+    for ch in chunk:
+        total += 2 if ord(ch) > 0xFFFF else 1
+        index.append(total)
+    return index
+
+
+def _mention_spans(chains: list[dict], first: int, n: int) -> tuple[list[tuple[int, int, int]], int]:
+    """(start, end, global chain) of every mention inside a text of `n` characters, and how
+    many mentions lay outside it."""
+    spans, outside = [], 0
+    for rank, chain in enumerate(chains):
+        for m in chain.get("mentions") or []:
+            s, e = m.get("start"), m.get("end")
+            if isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= n:
+                spans.append((s, e, first + rank))
+            else:
+                outside += 1
+    spans.sort(key=lambda t: (t[0], -t[1]))
+    return spans, outside
+
+
+def _section_data(text: str, bounds: list[tuple[int, int]], spans: list[tuple[int, int, int]]) -> list[list[int]]:
+    """Per section, the flat [start, end, chain, ...] of the mentions in it (a mention over
+    a section's end is split there), in UTF-16 units from the section's start."""
+    starts = [s for s, _ in bounds]
+    flats: list[list[int]] = [[] for _ in bounds]
+    units = [_utf16(text[s:e]) for s, e in bounds]
+    for s, e, c in spans:
+        k = bisect.bisect_right(starts, s) - 1
+        while s < e and k < len(bounds):
+            lo, hi = bounds[k]
+            piece_end = min(e, hi)
+            a, z = s - lo, piece_end - lo
+            if units[k] is not None:
+                a, z = units[k][a], units[k][z]
+            flats[k].extend((a, z, c))
+            s, k = piece_end, k + 1
+    return flats
+
+
+def _chain_list(chains: list[dict], first: int) -> str:
+    items = []
+    for rank, chain in enumerate(chains):
+        g = first + rank
+        items.append(f'<li data-c="{g}"><span class="sw c{g}"></span><span class="nm">{escape(chain_name(chain))}</span>'
+                     f'<span class="ct">{len(chain.get("mentions") or [])}</span></li>')
+    total = sum(len(c.get("mentions") or []) for c in chains)
+    filter_box = '<input type="search" placeholder="find a chain" aria-label="find a chain">' if len(chains) > 12 else ""
+    return (f'<aside class="chains"><div class="head"><b>{len(chains)} chains</b>, {total} mentions{filter_box}</div>'
+            f'<ol>{"".join(items)}</ol></aside>')
+
+
+def _mismatch_note(text: str, chains: list[dict]) -> str:
+    checked = bad = 0
+    for chain in chains:
+        for m in chain.get("mentions") or []:
+            s, e, said = m.get("start"), m.get("end"), m.get("text")
+            if isinstance(s, int) and isinstance(e, int) and isinstance(said, str):
+                checked += 1
+                bad += text[s:e] != said
+    if not bad:
+        return ""
+    return (f'<p class="note">{bad} of {checked} mentions do not match the text at their offsets: this is not '
+            "the text the job read, so the highlights may be misplaced.</p>")
+
+
+def _document(k: int, row: dict, text: str | None, first: int, out: dict) -> str:
+    """One document's card; its sections' data, chain names and counts go to `out`."""
+    chains = sorted(row.get("chains") or [], key=lambda c: -len(c.get("mentions") or []))  # stable: text order
+    for rank, chain in enumerate(chains):
+        out["css"].append(f".c{first + rank}{{background-color:{chain_colour(rank)}}}")
+        out["names"].append(chain_name(chain))
+        out["counts"].append(len(chain.get("mentions") or []))
+    head = f'<h2><a href="#r{k}">{escape(row.get("id"))}</a></h2>'
+    if text is None:
+        return (f'<section class="card cdoc" id="r{k}">{head}<p class="note">The document\'s text was not found '
+                f'(pass --text with the inputs of the job).</p>{_chain_list(chains, first)}</section>')
+    shown = dom_text(text)
+    bounds = section_bounds(shown)
+    spans, outside = _mention_spans(chains, first, len(text))
+    base = len(out["sections"])
+    out["sections"].extend(_section_data(shown, bounds, spans))
+    notes = _mismatch_note(text, chains)
+    if outside:
+        notes += f'<p class="note">{outside} mentions lie outside the text and are not shown.</p>'
+    if not chains:
+        notes += '<p class="dim">No chains in this document.</p>'
+    body = "".join(f'<div class="sec" data-k="{base + j}">{escape(shown[s:e])}</div>' for j, (s, e) in enumerate(bounds))
+    return (f'<section class="card cdoc" id="r{k}">{head}{notes}<div class="cols">{_chain_list(chains, first)}'
+            f'<article class="passage">{body}</article></div></section>')
+
+
+def coref_page(rows: list[dict], texts: dict[str, str | None], *, title: str, subtitle: str, footer: str = "") -> str:
+    """The page of `lfcli corefs` rows over their documents' `texts` (id -> text)."""
+    out: dict[str, list[Any]] = {"css": [], "names": [], "counts": [], "sections": []}
+    cards = []
+    for k, row in enumerate(rows):
+        if row.get("error"):
+            cards.append(error_card(f"r{k}", row.get("id"), row["error"]))
+            continue
+        cards.append(_document(k, row, texts.get(str(row.get("id"))), len(out["names"]), out))
+    body = doc_index([r.get("id") for r in rows]) + "\n".join(cards)
+    css = CSS + "\n".join(out["css"]) + "\n"
+    data = {"sections": out["sections"], "names": out["names"], "counts": out["counts"]}
+    return frame(title, subtitle, body, css=css, script=SCRIPT, data=data,
+                 footer=footer)
