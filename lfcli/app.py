@@ -76,7 +76,7 @@ app = typer.Typer(
 
 # -- options shared by the task commands ----------------------------------------------------
 Inputs = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
-Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json or .parquet (default: JSONL on stdout).")]
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json, .parquet, or .html for a page to read in a browser (classify, qa, corefs; show: required) (default: JSONL on stdout).")]
 Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled model name (see `lfcli models`) or checkpoint folder.")]
 TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
 IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Id field/column (default: 'id' when present, else the row number).")]

@@ -27,7 +27,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     from lfcli.pipelines.io.readers import inputs_with_field, iter_documents
     from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
     from lfcli.pipelines.infer.tasks import EMPTY_OK_TASKS
-    from lfcli.pipelines.io.writers import open_writer
+    from lfcli.pipelines.io.writers import open_writer, output_format
 
     read, job, pipe_opts = _job(model, options)
     pipe_opts.update(task_opts)
@@ -38,6 +38,11 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         raise UsageError("--resume and --force contradict each other; pick one")
     if on_error not in ("skip", "fail"):
         raise UsageError("--on-error must be skip or fail")
+    page = output is not None and output_format(output) == "html"
+    if page and task == "embed":
+        raise UsageError("embed rows are vectors: there is no page for them; use -o with .jsonl, .json or .parquet")
+    if page and job["engine"] is not None and job["engine"].engine == "ray":
+        raise UsageError("--engine ray writes a Parquet folder, not a page: run it, then `lfcli show FOLDER --text ...`")
     if job.get("engine") is not None and job["engine"].engine == "ray":
         from lfcli.pipelines.infer.ray_engine import run_ray
 
@@ -60,7 +65,11 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     first_error = None
     # What made the output: --resume must be the same job.
     record = job_record(task, model_name(task, pipe_opts.get("model"), pipe_opts.get("labels")), inputs, read, pipe_opts)
-    with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"], job=record) as writer:
+    draw = None
+    if page:  # the page shows the rows over their texts: keep every text read, resumed ones too
+        docs, draw = _page_of(task, docs, record, output)
+    with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"], job=record,
+                     page=draw) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         pipe = Pipeline(task, **pipe_opts)
         writer.set_schema(pipe.task.schema())
@@ -70,6 +79,26 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
                     first_error = row["error"]
                 writer.write(row)
     _finish(pipe.stats, len(already_done), first_error, quiet)
+
+
+def _page_of(task: str, docs, record: dict, output: str):
+    """(`docs` passed on with each one's text kept, the function that draws the page of the
+    job's rows over those texts) for `-o NAME.html`."""
+    from pathlib import PurePath
+
+    from lfcli.pipelines.view.show import render
+
+    texts: dict[str, str | None] = {}
+
+    def keeping(docs):
+        for doc in docs:
+            texts[doc.id] = doc.text
+            yield doc
+
+    def draw(rows: list[dict]) -> str:
+        return render(task, rows, texts, title=f"lfcli {task}: {PurePath(output).stem}", record=record)
+
+    return keeping(docs), draw
 
 
 def _engine(options: dict):

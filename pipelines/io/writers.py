@@ -1,4 +1,4 @@
-"""Result writers: JSONL to stdout, or a ``.jsonl`` / ``.json`` / ``.parquet`` file.
+"""Result writers: JSONL to stdout, or a ``.jsonl`` / ``.json`` / ``.parquet`` / ``.html`` file.
 
 ``open_writer(path, ...)`` returns a :class:`ResultWriter` (a context manager)
 whose ``write(row)`` appends one result row (a dict) in the order given. The
@@ -29,6 +29,13 @@ there in whole units.
   ``OUT.parquet.parts/``; ``close()`` merges them into ``OUT.parquet`` (via
   ``OUT.parquet.tmp``), then removes the folder. Resuming a finished ``OUT.parquet``
   first moves it into a fresh parts folder. The details are in parquet_writer.py.
+* ``OUT.html``: a page to read (pipelines/view draws it; this layer is below the views, so
+  the caller hands ``open_writer`` the drawing as ``page=``, a function of the rows). Rows
+  go to ``OUT.html.parts.jsonl`` as for JSON; ``close()`` draws the page, adds the rows to
+  it as a JSON block (``<script type="application/json" id="lfcli-rows">``, one row a
+  line, ``<``, ``>``, ``&`` escaped), writes ``OUT.html.tmp`` and renames it over
+  ``OUT.html``, then deletes the sidecar. Resuming a finished page first copies the rows of
+  that block to a new sidecar.
 
 Whenever the sidecar (``.parts.jsonl`` / ``.parts/``) exists it is the
 authoritative record and holds a superset of any ``OUT`` file next to it; the
@@ -46,7 +53,7 @@ Existing output (``OUT`` or its sidecar) is refused with a
 The job that made an output (``job=``, see :mod:`~lfcli.pipelines.io.jobs`) is recorded
 with it: in the key-value metadata of every Parquet part's schema and of the finished
 file, and for JSONL and JSON in ``OUT.lfcli-job.json``, written when the output is
-opened. ``resume`` compares it with the job given and refuses another job (or an
+opened (HTML too). ``resume`` compares it with the job given and refuses another job (or an
 output without a record) before it reads or changes anything.
 
 Parquet schema: the task's explicit ``pyarrow`` schema, every field made nullable and a
@@ -60,7 +67,7 @@ import json
 import math
 import os
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import InputError, UsageError
 from .inputs import id_str
@@ -86,11 +93,15 @@ _EXTENSIONS = {
     ".json": "json",
     ".parquet": "parquet",
     ".pq": "parquet",
+    ".html": "html",
 }
+#: The rows block of an HTML output: its first line, and its end.
+ROWS_BLOCK = '<script type="application/json" id="lfcli-rows">'
+_ROWS_BLOCK_END = "</script>"
 
 
 def output_format(path: str | None) -> str:
-    """``"stdout"``, ``"jsonl"``, ``"json"`` or ``"parquet"`` for an output path (UsageError if unknown)."""
+    """``"stdout"``, ``"jsonl"``, ``"json"``, ``"parquet"`` or ``"html"`` for an output path (UsageError if unknown)."""
     if path is None or path == "-":
         return "stdout"
     lower = path.lower()
@@ -99,13 +110,13 @@ def output_format(path: str | None) -> str:
             return fmt
     ext = os.path.splitext(path)[1]
     what = f"extension '{ext}'" if ext else "no extension"
-    raise UsageError(f"{path}: unknown output format ({what}); use .jsonl, .json or .parquet")
+    raise UsageError(f"{path}: unknown output format ({what}); use .jsonl, .json, .parquet or .html")
 
 
 def sidecar_path(path: str) -> str | None:
     """Where the in-progress state of output ``path`` lives (None for plain JSONL)."""
     fmt = output_format(path)
-    if fmt == "json":
+    if fmt in ("json", "html"):
         return path + ".parts.jsonl"
     if fmt == "parquet":
         return path + ".parts"
@@ -318,9 +329,14 @@ class _JsonArrayWriter(ResultWriter):
         super().__init__(path, id_field)
         self.sidecar = path + ".parts.jsonl"
         if resume and not os.path.exists(self.sidecar) and os.path.exists(path):
-            _json_array_to_jsonl(path, self.sidecar)
+            self._adopt(path, self.sidecar)
         self._rows = _JsonlFileWriter(self.sidecar, resume=resume, id_field=id_field)
         self.done_ids = self._rows.done_ids
+
+    @staticmethod
+    def _adopt(path: str, sidecar: str) -> None:
+        """Resuming a finished output: its rows become the sidecar."""
+        _json_array_to_jsonl(path, sidecar)
 
     def _write(self, row: dict) -> None:
         self._rows._write(row)
@@ -352,6 +368,72 @@ class _JsonArrayWriter(ResultWriter):
         os.remove(self.sidecar)
 
 
+def _script_safe(line: bytes) -> bytes:
+    """A JSON line that cannot end a <script> element: < > & as \\u escapes (they occur only
+    inside JSON strings, where the escapes mean the same characters)."""
+    return line.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+
+
+def _page_rows_to_jsonl(path: str, target: str) -> None:
+    """Write the rows block of HTML output ``path`` as JSONL to ``target`` (via a temp file)."""
+    tmp = target + ".tmp"
+    found = ended = False
+    with open(path, "rb") as fh, open(tmp, "wb") as out:
+        for raw in fh:
+            line = raw.strip()
+            if not found:
+                found = line == ROWS_BLOCK.encode()
+            elif line == _ROWS_BLOCK_END.encode():
+                ended = True
+                break
+            elif line:
+                try:
+                    json.loads(line)
+                except ValueError:
+                    break
+                out.write(line + b"\n")
+        out.flush()
+        os.fsync(out.fileno())
+    if not ended:
+        os.remove(tmp)
+        raise InputError(f"{path}: no rows in this page (not written by lfcli -o NAME.html, or cut short), "
+                         "cannot resume (pass --force to start over)")
+    os.replace(tmp, target)
+    fsync_dir(os.path.dirname(target))
+
+
+class _HtmlPageWriter(_JsonArrayWriter):
+    """OUT.html: the rows kept as for JSON, drawn into a page by ``page`` on close."""
+
+    format = "html"
+
+    def __init__(self, path: str, *, resume: bool, id_field: str, page: Callable[[list[dict]], str]) -> None:
+        self.page = page
+        super().__init__(path, resume=resume, id_field=id_field)
+
+    @staticmethod
+    def _adopt(path: str, sidecar: str) -> None:
+        _page_rows_to_jsonl(path, sidecar)
+
+    def _close(self) -> None:
+        self._rows.close()
+        with open(self.sidecar, "rb") as src:
+            lines = [raw.rstrip(b"\r\n") for raw in src if raw.strip()]
+        page = self.page([json.loads(line) for line in lines])
+        block = "\n".join([ROWS_BLOCK, *(_script_safe(line).decode("utf-8", "replace") for line in lines),
+                           _ROWS_BLOCK_END, ""])
+        cut = page.rfind("</body>")
+        page = page[:cut] + block + page[cut:] if cut >= 0 else page + block
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8", errors="replace") as out:
+            out.write(page)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self.path)
+        fsync_dir(os.path.dirname(self.path))
+        os.remove(self.sidecar)
+
+
 # ---------------------------------------------------------------------------
 # the entry point
 
@@ -366,6 +448,7 @@ def open_writer(
     rows_per_group: int = ROWS_PER_GROUP,
     flush_seconds: float | None = FLUSH_SECONDS,
     job: dict | None = None,
+    page: Callable[[list[dict]], str] | None = None,
 ) -> ResultWriter:
     """Open the result writer for ``path`` (``None``/``"-"``: JSONL on stdout).
 
@@ -374,9 +457,13 @@ def open_writer(
     over; with neither, existing output is a :class:`UsageError`. ``schema`` (a
     ``pyarrow.Schema``) is used for Parquet output only. ``job`` (a job record,
     pipelines/io/jobs.py) is recorded with the output, and with ``resume`` an existing
-    output must have been written by the same job (UsageError otherwise).
+    output must have been written by the same job (UsageError otherwise). ``page`` draws
+    an ``.html`` output from its rows (a list of dicts) when the writer closes.
     """
     fmt = output_format(path)
+    if fmt == "html" and page is None:
+        raise UsageError(f"{path}: an .html output is a page drawn by lfcli classify, qa or corefs; "
+                         "use .jsonl, .json or .parquet here")
     if resume and force:
         raise UsageError("--force and --resume cannot be used together")
     if fmt == "stdout":
@@ -410,12 +497,14 @@ def open_writer(
             os.remove(path)
     if sidecar is not None:
         remove_leftovers(path)
-    if fmt in ("jsonl", "json") and job is not None:
+    if fmt in ("jsonl", "json", "html") and job is not None:
         _write_job_sidecar(path, job)
     if fmt == "jsonl":
         return _JsonlFileWriter(path, resume=resume, id_field=id_field)
     if fmt == "json":
         return _JsonArrayWriter(path, resume=resume, id_field=id_field)
+    if fmt == "html":
+        return _HtmlPageWriter(path, resume=resume, id_field=id_field, page=page)
     return ParquetResultWriter(
         path,
         schema=schema,
@@ -431,7 +520,7 @@ def _recorded_job(path: str, fmt: str) -> tuple[bool, dict | None]:
     """(whether output `path` has rows to resume, the record of the job that wrote them)."""
     if fmt == "parquet":
         return recorded_parquet_job(path)
-    found = os.path.exists(path) or (fmt == "json" and os.path.exists(sidecar_path(path)))
+    found = os.path.exists(path) or (fmt in ("json", "html") and os.path.exists(sidecar_path(path)))
     return found, read_sidecar(path) if found else None
 
 
