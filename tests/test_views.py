@@ -1,0 +1,320 @@
+"""The HTML views without a browser: escaping, the page's structure and data, reading outputs,
+the .html writer (resumable like .json), and `lfcli show` / `-o NAME.html` on the command line.
+What a person sees in a real browser is tests/test_views_browser.py's."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from checkpoints import task_checkpoints
+from typer.testing import CliRunner
+
+from lfcli.cli import app
+from lfcli.pipelines.errors import InputError, UsageError
+from lfcli.pipelines.io.writers import ROWS_BLOCK, open_writer, output_format, sidecar_path
+from lfcli.pipelines.view.coref_page import chain_name, section_bounds
+from lfcli.pipelines.view.page import dom_text, markup, script_json
+from lfcli.pipelines.view.qa_page import ranked_answers
+from lfcli.pipelines.view.show import read_output, render, task_of
+
+EVIL = 'He wrote <script>window.pwned = 1; document.title = "pwned"</script> & left </script><!-- "x"'
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def data_of(page: str) -> dict:
+    raw = re.search(r'<script type="application/json" id="lfcli-data">(.*?)</script>', page, re.S).group(1)
+    return json.loads(raw)
+
+
+def coref_rows(text: str) -> list[dict]:
+    """Chains over `text` by the words they name (Anna / she, the box)."""
+    def spans(pattern):
+        return [{"start": m.start(), "end": m.end(), "text": m.group()} for m in re.finditer(pattern, text)]
+    return [{"id": "story.txt", "chains": [
+        {"name": None, "mentions": spans(r"\bAnna\b|\bshe\b|\bShe\b")},
+        {"name": "the box", "mentions": spans(r"\bthe box\b|\bit\b")},
+    ]}]
+
+
+# -- the frame: escaping and markup -----------------------------------------------------------
+def test_script_json_cannot_end_its_script_and_reads_back_the_same():
+    value = {"t": EVIL, "u": "\u2028line\u2029", "n": float("nan")}
+    text = script_json(value)
+    assert "</script" not in text.lower() and "<!--" not in text and "<" not in text and "&" not in text
+    assert json.loads(text) == {"t": EVIL, "u": "\u2028line\u2029", "n": None}
+
+
+def test_markup_escapes_nests_and_cuts_crossing_spans():
+    text = "<b>Anna</b> and her sister"
+    out = markup(text, [(3, 7, "[", "]"), (16, 26, "{", "}"), (16, 19, "(", ")"), (12, 19, "<", ">")])
+    # "and her" (12..19) opens first; "her sister" starts inside it and is cut at its end
+    assert out == "&lt;b&gt;[Anna]&lt;/b&gt; <and {(her)}> sister"
+    assert markup("a<b", []) == "a&lt;b"
+
+
+def test_dom_text_keeps_offsets_where_html_parsing_would_shift_them():
+    assert dom_text("a\r\nb\rc\x00d") == "a \nb\nc\ufffdd"
+    assert len(dom_text("x\r\n" * 5)) == 15
+
+
+# -- corefs -----------------------------------------------------------------------------------
+def test_coref_page_escapes_text_and_carries_each_mention_in_utf16_units():
+    text = "Anna\r\nopened the box 😀😀; she saw it. " + EVIL + " Anna smiled.\n\n" + "More. " * 1500 + "She left the box."
+    rows = coref_rows(text)
+    page = render("corefs", rows, {"story.txt": text})
+    assert "window.pwned" in page and "<script>window.pwned" not in page
+    assert "&lt;script&gt;window.pwned" in page and "http" not in page
+    data = data_of(page)
+    shown = dom_text(text)
+    bounds = section_bounds(shown)
+    assert len(bounds) == len(data["sections"]) > 1
+    painted = []
+    for (lo, hi), flat in zip(bounds, data["sections"]):
+        units = shown[lo:hi].encode("utf-16-le")  # what JavaScript's string indexes count
+        for k in range(0, len(flat), 3):
+            s, e, c = flat[k: k + 3]
+            painted.append((units[2 * s: 2 * e].decode("utf-16-le"), c))
+    want = [(m["text"], rank) for rank, chain in enumerate(rows[0]["chains"]) for m in chain["mentions"]]
+    assert sorted(painted) == sorted(want)  # every mention lands on its own words, emoji or not
+    assert data["names"] == ["Anna", "the box"] and data["counts"] == [4, 3]
+    assert re.search(r"\.c0\{background-color:#ffd166\}", page) and re.search(r"\.c1\{background-color:#8ecae6\}", page)
+
+
+def test_coref_page_orders_chains_by_mentions_and_notes_a_text_that_is_not_the_jobs():
+    text = "Anna met Bob. Bob said she was late. Bob left."
+    rows = [{"id": "d", "chains": [
+        {"name": "Anna", "mentions": [{"start": 0, "end": 4, "text": "Anna"}, {"start": 23, "end": 26, "text": "she"}]},
+        {"name": "Bob", "mentions": [{"start": 9, "end": 12, "text": "Bob"}, {"start": 14, "end": 17, "text": "Bob"},
+                                     {"start": 37, "end": 40, "text": "Bob"}]}]}]
+    page = render("corefs", rows, {"d": text})
+    names = re.findall(r'<span class="nm">(.*?)</span><span class="ct">(\d+)</span>', page)
+    assert names == [("Bob", "3"), ("Anna", "2")]
+    assert "do not match" not in page
+    moved = render("corefs", rows, {"d": "XX" + text})
+    assert "5 of 5 mentions do not match the text" in moved
+    missing = render("corefs", rows + [{"id": "gone", "error": "not UTF-8 </script>"}], {})
+    assert missing.count("text was not found") == 1 and "error: not UTF-8 &lt;/script&gt;" in missing
+
+
+def test_chain_names_fall_back_on_a_proper_name_then_the_first_mention():
+    def chain(*texts, name=None):
+        return {"name": name, "mentions": [{"start": 0, "end": 1, "text": t} for t in texts]}
+    assert chain_name(chain("he", "Teodor", name="Old Teodor")) == "Old Teodor"
+    assert chain_name(chain("He", "The captain", "Mr. Hollis", "him")) == "Mr. Hollis"
+    assert chain_name(chain("she", "her")) == "she"
+    assert chain_name(chain("the Bank of  England")) == "the Bank of England"  # first mention, spaces folded
+    assert chain_name(chain("Bank of England")) == "Bank of England"
+
+
+def test_sections_cut_at_paragraphs_and_cover_the_text():
+    text = ("word " * 300 + "\n\n") * 40
+    bounds = section_bounds(text, size=2000)
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert all(text[hi - 1] == "\n" for _, hi in bounds[:-1])
+    assert section_bounds("x" * 5000, size=2000) == [(0, 2000), (2000, 4000), (4000, 5000)]  # no break: hard cuts
+
+
+# -- qa and classify --------------------------------------------------------------------------
+def test_qa_page_ranks_answers_by_score_and_links_each_to_its_mark():
+    text = "The lease runs five years. Rent is 36,000 a year. " + EVIL
+    answers = [{"answer": "36,000", "start": 35, "end": 41, "score": 0.2},
+               {"answer": "five years", "start": 15, "end": 25, "score": 0.7},
+               {"answer": "gone", "start": 0, "end": 4, "score": 0.05}]
+    row = {"id": "lease", "question": "How long <is> it?", **answers[1], "answers": answers}
+    assert [a["answer"] for a in ranked_answers(row)] == ["five years", "36,000", "gone"]
+    page = render("qa", [row, {"id": "bad", "error": "no question"}], {"lease": text})
+    listed = re.findall(r'<a class="ans" href="#r0a(\d)">(.*?)</a>', page)
+    assert listed == [("0", "five years"), ("1", "36,000")]  # "gone" is not at its offsets: no link
+    assert 'id="r0a0" class="r1"' in page and 'id="r0a1" class="rn"' in page
+    assert "not at its offsets" in page and "How long &lt;is&gt; it?" in page
+    assert "<script>window" not in page and "http" not in page and "error: no question" in page
+    single = render("qa", [{"id": "lease", "question": "q", "answer": "five years", "start": 15, "end": 25, "score": 0.7}],
+                    {"lease": text})
+    assert '<mark id="r0a0" class="r1"' in single and "0.700" in single
+
+
+def test_classify_page_tables_every_row_with_sortable_values():
+    rows = [{"id": "a.txt", "label": "law", "score": 0.9, "scores": {"law": 0.9, "news": 0.07, "fiction": 0.03}},
+            {"id": "b.txt", "error": "empty document"},
+            {"id": "c.txt", "label": "news", "score": 0.6, "scores": [("law", 0.1), ("news", 0.6), ("fiction", 0.3)]}]
+    page = render("classify", rows, {"a.txt": EVIL, "c.txt": "short"})
+    trs = re.findall(r'<tr( class="err")? data-order="(\d)" data-id="([^"]*)" data-label="([^"]*)" data-score="([^"]*)"', page)
+    assert trs == [("", "0", "a.txt", "law", "0.9"), (' class="err"', "1", "b.txt", "", ""), ("", "2", "c.txt", "news", "0.6")]
+    assert re.findall(r'<th data-sort="(\w+)"', page) == ["id", "label", "score"]
+    bars = re.search(r'data-order="2".*?</tr>', page).group()
+    assert [m for m in re.findall(r"<span>(\w+)</span>", bars)] == ["news", "fiction", "law"]  # best first
+    assert "&lt;script&gt;" in page and "<script>window" not in page and "http" not in page
+
+
+# -- which task, and reading outputs ----------------------------------------------------------
+def test_task_of_prefers_the_job_record_and_refuses_vectors():
+    assert task_of([{"id": "a", "error": "x"}, {"id": "b", "chains": []}]) == "corefs"
+    assert task_of([{"id": "a", "answer": "x", "start": 0, "end": 1, "score": 0.5}]) == "qa"
+    assert task_of([{"id": "a", "label": "x", "score": 1.0}]) == "classify"
+    assert task_of([{"id": "a", "label": "x"}], {"command": "qa"}) == "qa"
+    with pytest.raises(UsageError, match="embed rows are vectors"):
+        task_of([{"id": "a", "embedding": [0.1]}])
+    with pytest.raises(UsageError, match="not from classify, qa or corefs"):
+        task_of([{"id": "a", "colour": "red"}])
+
+
+def test_read_output_reads_jsonl_json_and_parquet_alike(tmp_path):
+    rows = [{"id": "a", "label": "law", "score": 0.9, "scores": {"law": 0.9, "news": 0.1}}, {"id": "b", "error": "bad"}]
+    (tmp_path / "o.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    (tmp_path / "o.json").write_text(json.dumps(rows))
+    schema = pa.schema([("id", pa.string()), ("label", pa.string()), ("score", pa.float64()),
+                        ("scores", pa.map_(pa.string(), pa.float64())), ("error", pa.string())])
+    table = pa.Table.from_pylist([{"id": "a", "label": "law", "score": 0.9, "scores": [("law", 0.9), ("news", 0.1)]},
+                                  {"id": "b", "error": "bad"}], schema=schema)
+    pq.write_table(table, tmp_path / "o.parquet")
+    for name in ("o.jsonl", "o.json", "o.parquet"):
+        got, record = read_output(str(tmp_path / name))
+        assert got == rows and record is None, name
+    (tmp_path / "bad.jsonl").write_text('{"id": "a"}\nnot json\n')
+    with pytest.raises(InputError, match="line 2 is not valid JSON"):
+        read_output(str(tmp_path / "bad.jsonl"))
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
+    with pytest.raises(InputError, match="not a readable Parquet file"):
+        read_output(str(tmp_path / "bad.parquet"))
+    (tmp_path / "o.csv").write_text("id\n")
+    with pytest.raises(UsageError, match="not an lfcli output"):
+        read_output(str(tmp_path / "o.csv"))
+
+
+# -- the .html writer -------------------------------------------------------------------------
+def _draw(rows: list[dict]) -> str:
+    return "<!DOCTYPE html>\n<html><body>\n<p>" + str(len(rows)) + " rows</p>\n</body></html>\n"
+
+
+def rows_block(path: Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = lines.index(ROWS_BLOCK)
+    end = lines.index("</script>", start)
+    return [json.loads(line) for line in lines[start + 1: end]]
+
+
+def test_html_writer_keeps_rows_in_a_sidecar_until_it_draws_the_page(tmp_path):
+    out = tmp_path / "page.html"
+    assert output_format(str(out)) == "html" and sidecar_path(str(out)) == str(out) + ".parts.jsonl"
+    with pytest.raises(UsageError, match="an .html output is a page"):
+        open_writer(str(out))  # no page to draw
+    evil = {"id": "x", "label": EVIL, "score": 0.5}
+    w = open_writer(str(out), page=_draw)
+    w.write({"id": "a", "label": "law", "score": 0.9})
+    w.write(evil)
+    assert not out.exists() and len(Path(w.sidecar).read_text().splitlines()) == 2
+    w.close()
+    page = out.read_text(encoding="utf-8")
+    assert "<p>2 rows</p>" in page and not Path(str(out) + ".parts.jsonl").exists()
+    block = page[page.index(ROWS_BLOCK):]
+    assert block.count("</script>") == 1 and "<script>window" not in block
+    assert rows_block(out) == [{"id": "a", "label": "law", "score": 0.9}, evil]
+
+
+def test_html_output_resumes_after_a_crash_and_when_finished(tmp_path):
+    out = tmp_path / "page.html"
+    with pytest.raises(RuntimeError):
+        with open_writer(str(out), page=_draw) as w:
+            w.write({"id": "a", "label": "x"})
+            raise RuntimeError("killed")
+    assert not out.exists() and Path(str(out) + ".parts.jsonl").exists()
+    with pytest.raises(UsageError, match="unfinished run"):
+        open_writer(str(out), page=_draw)
+    with open_writer(str(out), page=_draw, resume=True) as w:
+        assert w.done_ids == {"a"}
+        w.write({"id": "b", "label": "y"})
+    assert [r["id"] for r in rows_block(out)] == ["a", "b"]
+    with open_writer(str(out), page=_draw, resume=True) as w:  # a finished page: its rows come back
+        assert w.done_ids == {"a", "b"}
+        w.write({"id": "c", "label": "z"})
+    assert [r["id"] for r in rows_block(out)] == ["a", "b", "c"] and "<p>3 rows</p>" in out.read_text()
+    (tmp_path / "other.html").write_text("<html><body>hand made</body></html>")
+    with pytest.raises(InputError, match="no rows in this page"):
+        open_writer(str(tmp_path / "other.html"), page=_draw, resume=True)
+
+
+# -- the command line -------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory):
+    return task_checkpoints(tmp_path_factory.mktemp("ckpt"))
+
+
+@pytest.fixture()
+def docs(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.txt").write_text("The court held that the contract was void. She said he would come back.")
+    (folder / "b.txt").write_text(EVIL)
+    return folder
+
+
+def test_task_commands_write_a_page_and_resume_it(ckpts, docs, tmp_path):
+    out = tmp_path / "labels.html"
+    r = invoke("classify", docs, "-m", ckpts["classify"], "-o", out, "--quiet")
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    assert [row["id"] for row in rows_block(out)] == ["a.txt", "b.txt"]
+    assert "&lt;script&gt;window.pwned" in page and "<script>window" not in page and "http" not in page
+    assert json.loads((tmp_path / "labels.html.lfcli-job.json").read_text())["command"] == "classify"
+    r = invoke("classify", docs, "-m", ckpts["classify"], "-o", out, "--resume")
+    assert r.exit_code == 0 and "2 already in the output" in r.stderr
+    assert out.read_text().count('<tr data-order=') == 2  # texts of skipped documents still drawn
+    assert "The court held" in out.read_text()
+    r = invoke("corefs", docs, "-m", ckpts["corefs"], "-o", tmp_path / "chains.html", "--quiet")
+    assert r.exit_code == 0 and "data-k=" in (tmp_path / "chains.html").read_text()
+    r = invoke("qa", docs, "-m", ckpts["qa"], "-q", "What was void?", "-k", "2", "-o", tmp_path / "qa.html", "--quiet")
+    assert r.exit_code == 0 and 'class="answers"' in (tmp_path / "qa.html").read_text()
+
+
+def test_pages_of_vectors_or_from_ray_are_usage_errors(ckpts, docs, tmp_path):
+    r = invoke("embed", docs, "-m", ckpts["embed"], "-o", tmp_path / "v.html")
+    assert r.exit_code == 2 and r.stderr.startswith("lfcli: error: embed rows are vectors") and r.stderr.count("\n") == 1
+    r = invoke("classify", docs, "-m", ckpts["classify"], "--engine", "ray", "-o", tmp_path / "v.html")
+    assert r.exit_code == 2 and "--engine ray writes a Parquet folder, not a page" in r.stderr
+    assert list(tmp_path.glob("v.html*")) == []
+
+
+def test_show_draws_an_output_over_its_documents(ckpts, docs, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert invoke("classify", "docs", "-m", ckpts["classify"], "-o", "out.parquet", "--quiet").exit_code == 0
+    r = invoke("show", "out.parquet", "--text", "docs", "-o", "page.html")
+    assert r.exit_code == 0 and r.stderr == "lfcli: wrote page.html: 2 rows\n"
+    page = (tmp_path / "page.html").read_text()
+    assert "The court held" in page and "&lt;script&gt;" in page and "http" not in page
+    assert invoke("show", "out.parquet", "-o", "page.html").exit_code == 2  # exists
+    r = invoke("show", "out.parquet", "-o", "page.html", "-F", "--quiet")  # the record names docs/: no --text needed
+    assert r.exit_code == 0 and r.stderr == "" and "The court held" in (tmp_path / "page.html").read_text()
+    (docs / "a.txt").unlink()
+    r = invoke("show", "out.parquet", "--text", "docs", "-o", "one.html")
+    assert r.exit_code == 0 and "1 document not found in docs" in r.stderr
+    assert "text was not found" in (tmp_path / "one.html").read_text()
+
+
+def test_show_usage_and_input_errors_are_one_line(ckpts, docs, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"id": "a.txt", "label": "law", "score": 0.9}) + "\n")
+    (tmp_path / "vectors.jsonl").write_text(json.dumps({"id": "a.txt", "embedding": [0.1, 0.2]}) + "\n")
+    cases = [
+        (("rows.jsonl", "--text", "docs"), 2, "show writes a page: give -o NAME.html"),
+        (("rows.jsonl", "--text", "docs", "-o", "p.txt"), 2, "p.txt: the page must be a .html file"),
+        (("rows.jsonl", "-o", "p.html"), 2, "rows.jsonl: its job record names no inputs that are still here; pass --text"),
+        (("vectors.jsonl", "--text", "docs", "-o", "p.html"), 2, "embed rows are vectors"),
+        (("missing.jsonl", "--text", "docs", "-o", "p.html"), 1, "missing.jsonl: no such file or folder"),
+        (("rows.jsonl", "--text", "nodocs", "-o", "p.html"), 1, "nodocs: no such file or folder"),
+        (("rows.jsonl", "--text", "docs", "-o", "no/p.html"), 1, "output folder no does not exist"),
+    ]
+    for args, code, message in cases:
+        r = invoke("show", *args)
+        assert r.exit_code == code and r.stderr.startswith("lfcli: error: ") and message in r.stderr, (args, r.stderr)
+        assert r.stderr.count("\n") == 1
+    assert not (tmp_path / "p.html").exists()
