@@ -8,7 +8,7 @@ import pytest
 
 from lfcli.pipelines.infer.coref_entities import (
     Mention, MentionReader, Name, Profile, genders_agree, names_compatible, pronouns_agree, proper_name, quote_spans,
-    speakers_differ,
+    scene_breaks, speakers_differ,
 )
 from lfcli.pipelines.infer.coref_task import DocumentEntities
 
@@ -175,3 +175,71 @@ def test_no_bridge_across_a_married_or_unmarried_womans_surname_and_no_name_with
 def test_a_title_said_to_someone_is_their_name():
     assert name("doctor") == name("the doctor") == Name(frozenset({"doctor"}), None, None)
     assert not profile(Mention(name=name("squire"))).compatible(profile(Mention(name=name("Dr. Livesey"))))
+
+
+def test_a_scene_break_is_where_the_names_change():
+    teodor, varga, ilka, anna, ruben = (name(t) for t in ("Teodor Varga", "Mr. Varga", "Ilka", "Anna", "Ruben"))
+    # Teodor and Ilka until 100; Anna and Ruben from 130; paragraphs start at 50, 110, 120, 125, 200
+    named = [(10, teodor), (40, ilka), (90, varga), (130, anna), (160, ruben), (210, anna)]
+    starts = [50, 110, 120, 125, 200]
+    assert scene_breaks(named, starts, width=100, least=1) == [120]  # the middle of the unnamed run 110..125
+    assert scene_breaks(named, starts, width=100, least=3) == []  # too few names on a side to tell
+    # the same people on both sides (Mr. Varga is Teodor Varga): no break
+    assert scene_breaks([(10, teodor), (60, ilka), (130, varga), (160, ilka)], starts, width=100, least=1) == []
+    # two casts, then the first again: two breaks, one in each unnamed stretch
+    named2 = named + [(300, teodor), (330, ilka)]
+    assert scene_breaks(named2, [50, 110, 120, 125, 260], width=60, least=1) == [120, 260]
+
+
+def test_no_chain_crosses_a_scene_break_and_names_still_join_across_one():
+    text = ("Teodor Varga climbed the tower. He lit the lamp.\n\n"
+            "Ilka opened the shop. She sold bread. Later Teodor came in.")
+    reader, at = reader_and_spans(text)
+    teodor, he = (at["Teodor"][0], at["Varga"][0]), (at["He"][0],) * 2
+    ilka, she, teodor2 = (at["Ilka"][0],) * 2, (at["She"][0],) * 2, (at["Teodor"][1],) * 2
+    brk = at["Ilka"][0]
+    # the window wrongly carries "He" across the break into Ilka's scene
+    window = [[teodor, he, she], [ilka], [teodor2]]
+    merged = DocumentEntities(reader, breaks=[brk])
+    merged.add_window(window, (0, len(reader.offsets)))
+    texts = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+    assert ["Teodor Varga", "He", "Teodor"] in texts  # joined across the break by name
+    assert not any("She" in t and "He" in t for t in texts)
+    plain = DocumentEntities(reader)
+    plain.add_window(window, (0, len(reader.offsets)))
+    assert any({"He", "She"} <= set(t) for t in ([reader.text_of(*m) for m in c] for c in plain.link_names()))
+    # in the decoder's profiles, two scenes are two people
+    a, b = Profile(scenes={0}), Profile(scenes={1})
+    assert not a.compatible(b) and a.compatible(Profile()) and a.compatible(Profile(scenes={0}))
+
+
+TWO_STORIES = (
+    "Teodor Varga climbed the stairs of the lighthouse every evening. He carried the oil can in his left hand "
+    "and the logbook in his right.\n\n"
+    "At the top he lit the lamp and wrote the hour in the book. His brother Miklos had kept the light before him, "
+    "and Teodor still used his brother's pen.\n\n"
+    "\u201cYou are late tonight,\u201d Miklos said from the doorway. Teodor did not answer him. He watched the ships.",
+    "He had never seen the sea before that spring. Ruben Kalman grew up among the goats of the mountains, and he "
+    "knew nothing of ships.\n\n"
+    "His mother Sara sold cheese at the market. Ruben carried the baskets for her, and he counted the coins.\n\n"
+    "\u201cWe will go to the coast,\u201d Sara told him one morning. He packed his bag that night.",
+)
+
+
+def test_two_stories_in_one_window_keep_their_people_apart_with_the_bundled_model():
+    """The second story opens with a "He" before it names Ruben: without the scene break the
+    bundled model gives that "He" (and Ruben's every "he" after it) to Teodor."""
+    import lfcli
+    from lfcli.models.bundled import BundledUnavailable, locate_minilm
+
+    try:
+        locate_minilm()
+    except BundledUnavailable as exc:
+        pytest.skip(str(exc))
+    text = "\n\n".join(TWO_STORIES)
+    cut = len(TWO_STORIES[0])
+    row = lfcli.corefs([text])[0]
+    crossing = [c for c in row["chains"] if len({m["start"] > cut for m in c["mentions"]}) > 1]
+    assert crossing == []
+    ruben = next(c for c in row["chains"] if c["name"] and "Ruben" in c["name"])
+    assert ruben["mentions"][0]["start"] == cut + 2  # the story's first "He"

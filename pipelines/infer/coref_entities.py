@@ -186,6 +186,7 @@ class Profile:
     kinds: set = field(default_factory=set)
     genders: set = field(default_factory=set)
     quotes: dict = field(default_factory=dict)
+    scenes: set = field(default_factory=set)  # the scenes (see scene_breaks) its mentions sit in, where known
 
     @classmethod
     def of(cls, mention: Mention) -> "Profile":
@@ -209,6 +210,7 @@ class Profile:
         self.genders |= other.genders
         for q, persons in other.quotes.items():
             self.quotes.setdefault(q, set()).update(persons)
+        self.scenes |= other.scenes
 
     def _names_fit(self, other: "Profile") -> bool:
         if not self.names or not other.names:
@@ -219,7 +221,8 @@ class Profile:
     def compatible(self, other: "Profile") -> bool:
         """Whether the two can be one entity: every rule above holds between them."""
         return (
-            pronouns_agree(self.kinds, other.kinds)
+            len(self.scenes | other.scenes) <= 1
+            and pronouns_agree(self.kinds, other.kinds)
             and genders_agree(self.genders, other.genders)
             and not speakers_differ(self.quotes, other.quotes)
             and self._names_fit(other)
@@ -307,3 +310,36 @@ class MentionReader:
         words = text.lower().split()
         head = words[words.index("of") - 1] if "of" in words[1:] else words[-1] if words else ""
         return Mention(gender=_NOUN_GENDER.get(head.strip(".,;:!?'\u2019")))
+
+
+def scene_breaks(named: list[tuple[int, Name]], candidates: list[int], width: int, least: int) -> list[int]:
+    """Where the people change: the candidate positions (paragraph starts) with at least
+    `least` different names in the `width` positions before and after, no name before
+    compatible with a name after. A run of such candidates (the unnamed paragraphs between two
+    casts) gives one break, its middle one. `named`: (position, name) in position order.
+
+    Pronouns carry a chain through a paragraph break, and with nothing else to go on a "she" at
+    the top of a new scene takes the last woman of the old one; across a scene break a chain
+    goes on by name only (DocumentEntities)."""
+    positions = [p for p, _ in named]
+
+    def names_in(lo: int, hi: int) -> set[Name]:
+        return {n for _, n in named[bisect.bisect_left(positions, lo):bisect.bisect_left(positions, hi)]}
+
+    found: list[int] = []
+    run: list[int] = []
+    for p in candidates:
+        before, after = names_in(p - width, p), names_in(p, p + width)
+        apart = (len({n.words for n in before}) >= least and len({n.words for n in after}) >= least
+                 and not any(names_compatible(a, b) for a in before for b in after))
+        if apart and run and names_in(run[-1], p):  # a named mention between: a new run
+            found.append(run[len(run) // 2])
+            run = []
+        if apart:
+            run.append(p)
+        elif run:
+            found.append(run[len(run) // 2])
+            run = []
+    if run:
+        found.append(run[len(run) // 2])
+    return found

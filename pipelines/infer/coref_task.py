@@ -10,18 +10,30 @@ speaks in which quote); a mention is kept from the window that owns its position
 it sits furthest from an edge in). Then entities far apart join by name ("Teodor Varga" in
 chapter 1, "Teodor" in chapter 40): the same dominant name, or a shorter name that fits one
 such entity only. Memory: the previous window's mentions and the entities found so far.
+
+Where the people change (a scene break: the names of the paragraphs before share none with
+the names after, coref_entities.scene_breaks), no chain goes on but by name. Without this a
+"he" at the top of a new story took the old story's last man, and every "he" after it with
+him; so a window holding a break is decoded again with each antecedent in its mention's
+scene, and the document's chains are cut at the breaks before they join.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 
 from .coref_decode import decode_clusters, words_of
-from .coref_entities import Mention, MentionReader, Name, Profile
+from .coref_entities import Mention, MentionReader, Name, Profile, scene_breaks
 from .tasks import Item, Prepared, Task
 from .tokenize import paragraph_ids
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
+# Scene breaks: the tokens looked at on each side of a paragraph start, and the fewest
+# different names each side must hold (coref_entities.scene_breaks). Chosen on the LitBank
+# dev excerpts joined five to a document: from 300 to 500 tokens with one name, every join
+# of two excerpts was found and no break inside an excerpt.
+SCENE = (400, 1)
 
 
 class _Entity:
@@ -35,8 +47,9 @@ class _Entity:
 class DocumentEntities:
     """A document's entities, built window by window (see the module's notes)."""
 
-    def __init__(self, reader: MentionReader, rules: bool = True):
+    def __init__(self, reader: MentionReader, rules: bool = True, breaks: list[int] = ()):
         self.reader, self.rules = reader, rules
+        self.breaks = sorted(breaks)  # scene breaks (coref_entities.scene_breaks): no chain crosses one
         self.entities: list[_Entity] = []
         self.previous: dict[Span, int] = {}  # the previous window's mentions -> entity
 
@@ -51,7 +64,7 @@ class DocumentEntities:
         """One window's chains; `owned`: the tokens [lo, hi) whose mentions this window keeps."""
         lo, hi = owned
         current: dict[Span, int] = {}
-        for cluster in clusters:
+        for cluster in self._by_scene(clusters):
             profile = self._profile(cluster)
             votes = Counter(self.previous[m] for m in cluster if m in self.previous)
             target = next((e for e, _ in votes.most_common() if self.entities[e].profile.compatible(profile)), None)
@@ -67,6 +80,18 @@ class DocumentEntities:
             for m in cluster:
                 current[m] = target
         self.previous = current
+
+    def _by_scene(self, clusters: list[list[Span]]) -> list[list[Span]]:
+        """Each chain cut at the scene breaks: its mentions of each scene apart."""
+        if not self.breaks:
+            return clusters
+        pieces = []
+        for cluster in clusters:
+            scenes: dict[int, list[Span]] = {}
+            for m in cluster:
+                scenes.setdefault(bisect.bisect_right(self.breaks, m[0]), []).append(m)
+            pieces.extend(scenes.values())
+        return pieces
 
     def link_names(self) -> list[list[Span]]:
         """The entities with those far apart joined by name: entities whose most frequent
@@ -161,6 +186,7 @@ class CorefTask(Task):
             item.extra["word_starts"], item.extra["word_ends"] = starts[s0:s1], ends[s0:s1]
             item.extra["paragraphs"] = paragraphs[s0:s1]
         prepared.extra["mentions"] = MentionReader(doc.text, prepared.encoded.offsets, pronouns)
+        prepared.extra["paragraph_starts"] = [t for t in range(1, len(paragraphs)) if paragraphs[t] != paragraphs[t - 1]]
         for item in prepared.items:
             item.extra["mentions"] = prepared.extra["mentions"]  # one reader per document, shared
         return prepared
@@ -200,12 +226,18 @@ class CorefTask(Task):
             reader = item.extra.get("mentions") if rules else None
             profiles = _Profiles(reader, spans[b].tolist(), shift) if reader else None
             clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds, profiles=profiles)
+            breaks = _window_breaks(reader, clusters, item, shift) if reader else []
+            if breaks:  # two casts in one window: decode again, each mention's antecedent in its own scene
+                profiles = _Profiles(reader, spans[b].tolist(), shift, breaks)
+                clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds, profiles=profiles)
             out.append([[(s + shift, e + shift) for s, e in c] for c in clusters])
         return out
 
     def finish(self, doc, prepared, results):
         reader = prepared.extra.get("mentions") or MentionReader(doc.text, prepared.encoded.offsets, {})
-        entities = DocumentEntities(reader, rules=bool(prepared.extra.get("mentions")))
+        rules = bool(prepared.extra.get("mentions"))
+        breaks = self.scene_breaks(reader, prepared, results) if rules else []
+        entities = DocumentEntities(reader, rules=rules, breaks=breaks)
         for item, clusters in zip(prepared.items, results):
             entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
@@ -219,6 +251,18 @@ class CorefTask(Task):
         chains.sort(key=lambda c: (c["mentions"][0]["start"], c["mentions"][0]["end"]))
         return {"id": doc.id, "chains": chains}
 
+    def scene_breaks(self, reader: MentionReader, prepared, results) -> list[int]:
+        """The document's scene breaks (coref_entities.scene_breaks), read from the names among
+        the mentions each window keeps."""
+        named = {}
+        for item, clusters in zip(prepared.items, results):
+            lo, hi = item.owned
+            for m in (m for c in clusters for m in c if lo <= m[0] < hi):
+                name = reader.mention(*m).name
+                if name is not None:
+                    named[m[0]] = name
+        return scene_breaks(sorted(named.items()), prepared.extra.get("paragraph_starts", []), *SCENE)
+
     def schema(self):
         import pyarrow as pa
 
@@ -227,17 +271,37 @@ class CorefTask(Task):
         return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("error", pa.string())])
 
 
+def _window_breaks(reader: MentionReader, clusters: list[list[Span]], item: Item, shift: int) -> list[int]:
+    """The scene breaks inside one window (document positions), read from the names among all
+    its decoded mentions (window positions, `shift` to the document's)."""
+    paragraphs = item.extra.get("paragraphs")
+    if not paragraphs:
+        return []
+    s0 = item.window.span[0]
+    starts = [s0 + k for k in range(1, len(paragraphs)) if paragraphs[k] != paragraphs[k - 1]]
+    named = {}
+    for s, e in (m for c in clusters for m in c):
+        name = reader.mention(s + shift, e + shift).name
+        if name is not None:
+            named[s + shift] = name
+    return scene_breaks(sorted(named.items()), starts, *SCENE)
+
+
 class _Profiles:
     """The profiles of a window's kept spans (window positions), read only for the spans the
-    decoder asks about: those it keeps as mentions."""
+    decoder asks about: those it keeps as mentions. With scene `breaks` (document positions)
+    every span's profile also names its scene, so no chain crosses a break."""
 
-    def __init__(self, reader: MentionReader, spans: list[list[int]], shift: int):
-        self.reader, self.spans, self.shift = reader, spans, shift
+    def __init__(self, reader: MentionReader, spans: list[list[int]], shift: int, breaks: list[int] = ()):
+        self.reader, self.spans, self.shift, self.breaks = reader, spans, shift, breaks
         self._read: dict[int, Profile | None] = {}
 
     def __getitem__(self, k: int) -> Profile | None:
         if k not in self._read:
             s, e = self.spans[k]
             mention: Mention = self.reader.mention(s + self.shift, e + self.shift)
-            self._read[k] = Profile.of(mention) if mention.says_anything else None
+            profile = Profile.of(mention) if mention.says_anything or self.breaks else None
+            if self.breaks:
+                profile.scenes.add(bisect.bisect_right(self.breaks, s + self.shift))
+            self._read[k] = profile
         return self._read[k]
