@@ -52,7 +52,7 @@ def _answer_item(k: int, j: int, answer: dict, text: str | None) -> str:
     shown = escape(words) if words else '<span class="dim">(no answer)</span>'
     span = _where(text, answer)
     label = f'<a class="ans" href="#r{k}a{j}">{shown}</a>' if span else f'<span class="ans">{shown}</span>'
-    line = f'{label}<span class="sc">{score_text(answer.get("score"))}</span>{bar(answer.get("score"))}'
+    line = f'{label} <span class="sc">{score_text(answer.get("score"))}</span>{bar(answer.get("score"))}'
     if span:
         lo, hi = excerpt(text, *span)
         ctx = markup(text[lo:hi], [(span[0] - lo, span[1] - lo, "<mark>", "</mark>")])

@@ -1,0 +1,213 @@
+"""The HTML views in a real browser: headless Chromium (Debian's chromium and chromium-driver)
+driven by selenium opens each page from disk and checks what a person sees: a chain's colour
+on its mentions, one chain highlighted, answers best first and the jump to their passage, the
+classify table sorted by a click, a document's `<script>` shown and never run, no request
+leaving the page, and a whole novel's page opening and painting its last chapter in seconds.
+Skipped, saying what to install, where Chromium, chromedriver or selenium is missing."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from shared_data import DATA
+
+from lfcli.pipelines.view.show import render
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+EVIL = 'He wrote <script>window.pwned = 1; document.title = "pwned"</script> and left.'
+TITLE = "lfcli corefs"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        pytest.skip("no Chromium: apt-get install chromium chromium-driver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        pytest.skip("no selenium: pip install selenium (in lfcli's dev extra)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,800"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+def open_page(browser, path: Path, page: str) -> None:
+    path.write_text(page, encoding="utf-8")
+    browser.get(path.resolve().as_uri())
+
+
+def requests_made(browser) -> list[str]:
+    return browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+
+
+def ran_nothing(browser, title: str) -> bool:
+    return browser.execute_script("return window.pwned === undefined && document.title") == title
+
+
+def spans(text: str, pattern: str) -> list[dict]:
+    return [{"start": m.start(), "end": m.end(), "text": m.group()} for m in re.finditer(pattern, text)]
+
+
+# -- corefs -----------------------------------------------------------------------------------
+def story_rows(text: str) -> list[dict]:
+    return [{"id": "story.txt", "chains": [
+        {"name": "Anna", "mentions": spans(text, r"\bAnna\b|\b[Ss]he\b|\bher\b")},
+        {"name": None, "mentions": spans(text, r"\bher box\b|\bit\b")},  # "her" nests inside "her box"
+    ]}]
+
+
+def test_a_chain_has_one_colour_and_a_click_highlights_it_alone(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    text = "Anna opened her box 😀. She said it was empty.\r\n" + EVIL + "\n\nAnna left; she took it."
+    open_page(browser, tmp_path / "story.html", render("corefs", story_rows(text), {"story.txt": text}))
+    colours = browser.execute_script("""
+        const bg = el => getComputedStyle(el).backgroundColor;
+        return [0, 1].map(c => Array.from(document.querySelectorAll('.m.c' + c)).map(
+            el => [el.textContent, bg(el)]).concat([['swatch', bg(document.querySelector('.sw.c' + c))]]));""")
+    anna, box = colours
+    assert [t for t, _ in anna] == ["Anna", "her", "She", "Anna", "she", "swatch"]
+    assert [t for t, _ in box] == ["her box", "it", "it", "swatch"]  # on its words, after the emoji too
+    assert {c for _, c in anna} == {"rgb(255, 209, 102)"} and {c for _, c in box} == {"rgb(142, 202, 230)"}
+    browser.find_element(By.CSS_SELECTOR, 'li[data-c="1"]').click()
+    seen = browser.execute_script("""
+        const look = el => [getComputedStyle(el).backgroundColor, getComputedStyle(el).boxShadow];
+        return [document.body.dataset.chain, look(document.querySelector('.m.c0')), look(document.querySelector('.m.c1'))];""")
+    assert seen[0] == "1"
+    assert seen[1] == ["rgba(0, 0, 0, 0)", "none"]  # Anna faded
+    assert seen[2][0] == "rgb(142, 202, 230)" and seen[2][1] != "none"  # the box outlined
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    assert browser.execute_script("return document.body.dataset.chain") == ""
+    shown = browser.find_element(By.CSS_SELECTOR, "article").text
+    assert "<script>window.pwned = 1;" in shown and ran_nothing(browser, TITLE)
+    assert requests_made(browser) == []
+
+
+# -- qa ---------------------------------------------------------------------------------------
+def test_answers_are_listed_best_first_and_jump_to_their_passage(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    text = ("Preamble. " * 300 + "The lease runs for five years from 1 March. The rent is 36,000 a year. "
+            + EVIL + " Notice is due six months before the end.")
+    found = {w: text.index(w) for w in ("five years", "36,000", "six months")}
+    answers = [{"answer": w, "start": s, "end": s + len(w), "score": p}
+               for (w, s), p in zip(found.items(), (0.55, 0.05, 0.3))]
+    row = {"id": "lease", "question": "How long <b>is</b> it?", **answers[0], "answers": answers}
+    open_page(browser, tmp_path / "qa.html", render("qa", [row], {"lease": text}))
+    listed = [li.text.split("\n")[0] for li in browser.find_elements(By.CSS_SELECTOR, "ol.answers > li")]
+    assert listed == ["five years 0.550", "six months 0.300", "36,000 0.050"]
+    badges = [b.text for b in browser.find_elements(By.CSS_SELECTOR, ".passage sup.rank")]
+    assert badges == ["1 · 0.550", "3 · 0.050", "2 · 0.300"]  # in text order, each with its rank and score
+    box = browser.find_element(By.CSS_SELECTOR, ".box")
+    assert box.get_property("scrollTop") == 0
+    browser.find_element(By.LINK_TEXT, "six months").click()
+    where = browser.execute_script("""
+        const m = document.querySelector('mark:target'), b = document.querySelector('.box');
+        const r = m.getBoundingClientRect(), q = b.getBoundingClientRect();
+        return [location.hash, m.textContent, r.top >= q.top && r.bottom <= q.bottom, b.scrollTop];""")
+    assert where[:3] == ["#r0a1", "six months", True] and where[3] > 0  # scrolled down to it in the passage
+    assert "How long <b>is</b> it?" in browser.find_element(By.CSS_SELECTOR, ".q").text
+    assert ran_nothing(browser, "lfcli qa") and requests_made(browser) == []
+
+
+# -- classify ---------------------------------------------------------------------------------
+def test_the_table_sorts_by_score_and_label_on_click(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    rows = [{"id": "a.txt", "label": "news", "score": 0.5, "scores": {"news": 0.5, "law": 0.3, "fiction": 0.2}},
+            {"id": "b.txt", "error": "empty document"},
+            {"id": "c.txt", "label": "fiction", "score": 0.9, "scores": {"fiction": 0.9, "law": 0.1}},
+            {"id": "d.txt", "label": "law", "score": 0.7, "scores": {"law": 0.7, "news": 0.3}}]
+    open_page(browser, tmp_path / "labels.html", render("classify", rows, {"a.txt": EVIL, "c.txt": "x", "d.txt": "y"}))
+
+    def order():
+        return [tr.get_attribute("data-id") for tr in browser.find_elements(By.CSS_SELECTOR, "table.rows tbody tr")]
+
+    assert order() == ["a.txt", "b.txt", "c.txt", "d.txt"]
+    score = browser.find_element(By.CSS_SELECTOR, 'th[data-sort="score"]')
+    score.click()
+    assert order() == ["c.txt", "d.txt", "a.txt", "b.txt"] and score.get_attribute("aria-sort") == "descending"
+    score.click()
+    assert order() == ["a.txt", "d.txt", "c.txt", "b.txt"]  # the error row stays last
+    browser.find_element(By.CSS_SELECTOR, 'th[data-sort="label"]').click()
+    assert order() == ["c.txt", "d.txt", "a.txt", "b.txt"] and score.get_attribute("aria-sort") is None
+    bars = browser.execute_script("""return Array.from(document.querySelectorAll('tr[data-id="a.txt"] .bar > i'))
+        .map(i => i.getBoundingClientRect().width / i.parentElement.getBoundingClientRect().width);""")
+    assert [round(w, 2) for w in bars] == [0.5, 0.3, 0.2]
+    assert ran_nothing(browser, "lfcli classify") and requests_made(browser) == []
+
+
+# -- a whole novel ----------------------------------------------------------------------------
+def novel_text() -> str:
+    """700 KB of a LitBank novel when the shared data is here, else of generated prose."""
+    source = DATA / "litbank" / "original" / "110_tess_of_the_durbervilles_a_pure_woman.txt"
+    if source.exists():
+        return source.read_text(encoding="utf-8")[:700_000]
+    names = ["Tess", "Angel", "Alec", "Joan", "Marian", "Izz", "Retty", "Crick"]
+    lines, k = [], 0
+    while sum(map(len, lines)) < 700_000:
+        a, b = names[k % 8], names[(k * 3 + 1) % 8]
+        lines.append(f"{a} looked at {b} and she said that he would come back, and {b} told {a} it was late.\n\n")
+        k += 1
+    return "".join(lines)[:700_000]
+
+
+def novel_rows(text: str) -> list[dict]:
+    """Chains made from the words: each name used eight times or more, and the pronouns."""
+    words = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z][a-z]*", text)]
+    counts = Counter(w for _, _, w in words if w[0].isupper())
+    common = set("The A I It He She They We You But And Then When What There Her His In Of This That As So If".split())
+    names = {w for w, n in counts.items() if n >= 8 and w not in common}
+    pronouns = {"she": "she", "her": "she", "he": "he", "him": "he", "his": "he", "they": "they", "them": "they",
+                "it": "it", "its": "it", "i": "I", "me": "I", "my": "I", "you": "you", "your": "you", "we": "we", "us": "we", "who": "who", "which": "who", "that": "that"}
+    chains: dict[str, list[dict]] = {}
+    for s, e, w in words:
+        key = w if w in names else pronouns.get(w.lower())
+        if key:
+            chains.setdefault(key, []).append({"start": s, "end": e, "text": w})
+    return [{"id": "novel.txt", "chains": [{"name": k if k in names else None, "mentions": v} for k, v in chains.items()]}]
+
+
+def test_a_novel_opens_in_seconds_and_scrolling_paints_its_end(browser, tmp_path):
+    text = novel_text()
+    rows = novel_rows(text)
+    mentions = sum(len(c["mentions"]) for c in rows[0]["chains"])
+    assert len(text.encode()) >= 690_000 and mentions > 20_000
+    page = render("corefs", rows, {"novel.txt": text})
+    started = time.perf_counter()
+    open_page(browser, tmp_path / "novel.html", page)
+    opened = time.perf_counter() - started
+    first = browser.execute_script("return document.querySelectorAll('.m').length")
+    assert opened < 5 and 0 < first < mentions / 10  # only the sections near the screen are painted
+    end = browser.execute_async_script("""
+        const done = arguments[arguments.length - 1], t0 = performance.now();
+        let worst = 0, last = t0;
+        function step() {
+          const now = performance.now(); worst = Math.max(worst, now - last); last = now;
+          window.scrollBy(0, 4000);
+          if (innerHeight + scrollY < document.documentElement.scrollHeight - 2) return requestAnimationFrame(step);
+          requestAnimationFrame(() => requestAnimationFrame(() => {
+            const secs = document.querySelectorAll('.sec'), lastSec = secs[secs.length - 1];
+            done([performance.now() - t0, worst, lastSec.querySelectorAll('.m').length, lastSec.dataset.k]);
+          }));
+        }
+        requestAnimationFrame(step);""")
+    took, worst, painted_last, k = end
+    assert took < 15_000 and worst < 2_000, end
+    assert painted_last > 0
+    assert browser.execute_script(f"return JSON.parse(document.getElementById('lfcli-data').textContent)"
+                                  f".sections[{k}].length / 3") == painted_last
+    assert requests_made(browser) == []
