@@ -40,7 +40,7 @@ main{padding:16px 24px;max-width:1400px}
 .err .msg{color:var(--bad);font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px}
 .note{color:#8a5a00;background:#fff7e0;border:1px solid #f0dca0;border-radius:6px;padding:4px 8px;font-size:13px;margin:6px 0}
 .passage{white-space:pre-wrap;overflow-wrap:anywhere;font:15px/1.6 Georgia,"Times New Roman",serif;max-width:80ch}
-.box{max-width:none;max-height:26em;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:8px 12px;background:#fcfcfd}
+.box{max-width:110ch;max-height:26em;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:8px 12px;background:#fcfcfd}
 .dim{color:var(--dim)}
 .bar{display:inline-block;height:9px;background:#e7ebf0;border-radius:5px;vertical-align:middle;overflow:hidden}
 .bar>i{display:block;height:100%;background:var(--accent);border-radius:5px}

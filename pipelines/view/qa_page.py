@@ -9,6 +9,8 @@ from typing import Any
 
 from .page import bar, doc_index, error_card, escape, excerpt, frame, markup, score_text
 
+SHORT_TEXT = 600  # characters: below this, no excerpt beside each answer
+
 CSS = """
 .q{font-size:16px;margin:2px 0 10px}
 .q b{color:var(--dim);font-weight:600}
@@ -53,11 +55,11 @@ def _answer_item(k: int, j: int, answer: dict, text: str | None) -> str:
     span = _where(text, answer)
     label = f'<a class="ans" href="#r{k}a{j}">{shown}</a>' if span else f'<span class="ans">{shown}</span>'
     line = f'{label} <span class="sc">{score_text(answer.get("score"))}</span>{bar(answer.get("score"))}'
-    if span:
+    if span and len(text) > SHORT_TEXT:  # a short passage below shows it whole
         lo, hi = excerpt(text, *span)
         ctx = markup(text[lo:hi], [(span[0] - lo, span[1] - lo, "<mark>", "</mark>")])
         line += f'<div class="ctx">{"…" if lo else ""}{ctx}{"…" if hi < len(text) else ""}</div>'
-    elif text is not None and words:
+    elif span is None and text is not None and words:
         line += '<div class="note">not at its offsets in this text: the document has changed since the job</div>'
     return f"<li>{line}</li>"
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 from ..errors import InputError, UsageError
 from ..io.jobs import READ_OPTIONS, read_sidecar
 from ..io.readers import iter_documents
+from ..wording import plural
 from .classify_page import classify_page
 from .coref_page import coref_page
 from .qa_page import qa_page
@@ -140,7 +141,7 @@ def render(task: str, rows: list[dict], texts: dict[str, str | None], *, title: 
         raise UsageError(f"no page for `lfcli {task}` output (pages show classify, qa and corefs)")
     errors = sum(1 for r in rows if r.get("error"))
     found = sum(1 for r in rows if not r.get("error") and texts.get(str(r.get("id"))) is not None)
-    parts = [f"{len(rows)} rows", f"{errors} error rows" if errors else "", f"{found} documents' texts"]
+    parts = [plural(len(rows), "row"), plural(errors, "error row") if errors else "", f"texts of {plural(found, 'document')}"]
     model = (record or {}).get("model")
     subtitle = " · ".join(p for p in [f"lfcli {task}", f"model {model}" if model else "", *parts] if p)
     footer = (record or {}).get("written_by") or "lfcli"
