@@ -206,7 +206,8 @@ def draw_curves(curves: Curves, out: Path, metric: str | None = None, title: str
             right.scatter([keep["step"]], [keep[metric]], s=160, facecolors="none", edgecolors="black",
                           linewidths=1.5, zorder=3, label=f"kept: {keep[metric]:{shown}} at update {keep['step']}")
             right.legend(loc="best")
-        if len(points) <= 8:  # few evaluations: their values over the points, inside the panel
+        gaps = [b - a for (a, _), (b, _) in zip(points, points[1:])]
+        if len(points) <= 8 and min(gaps, default=end) >= 0.1 * end:  # a few, apart: values written over them
             for step, value in points:
                 where = step / end
                 right.annotate(f"{value:{shown}}", (step, value), textcoords="offset points", xytext=(0, 9),
