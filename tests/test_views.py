@@ -16,11 +16,12 @@ from typer.testing import CliRunner
 
 from lfcli.cli import app
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.io.writers import ROWS_BLOCK, open_writer, output_format, sidecar_path
+from lfcli.pipelines.io.page_rows import ROWS_BLOCK
+from lfcli.pipelines.io.writers import open_writer, output_format, sidecar_path
 from lfcli.pipelines.view.coref_page import chain_name, section_bounds
 from lfcli.pipelines.view.page import dom_text, markup, script_json
 from lfcli.pipelines.view.qa_page import ranked_answers
-from lfcli.pipelines.view.show import read_output, render, task_of
+from lfcli.pipelines.view.show import read_output, render, show_rows, task_of
 
 EVIL = 'He wrote <script>window.pwned = 1; document.title = "pwned"</script> & left </script><!-- "x"'
 runner = CliRunner()
@@ -154,6 +155,13 @@ def test_classify_page_tables_every_row_with_sortable_values():
     bars = re.search(r'data-order="2".*?</tr>', page).group()
     assert [m for m in re.findall(r"<span>(\w+)</span>", bars)] == ["news", "fiction", "law"]  # best first
     assert "&lt;script&gt;" in page and "<script>window" not in page and "http" not in page
+
+
+def test_show_rows_takes_texts_by_id_or_in_the_rows_order():
+    rows = [{"id": 0, "label": "law", "score": 0.9}, {"id": 1, "label": "news", "score": 0.8}]
+    by_order = show_rows(rows, ["The court held.", "Rates rose."])
+    assert "The court held." in by_order and "Rates rose." in by_order and "lfcli classify" in by_order
+    assert "Rates rose." in show_rows(rows, {1: "Rates rose."}) and "text was not found" in show_rows(rows)
 
 
 # -- which task, and reading outputs ----------------------------------------------------------

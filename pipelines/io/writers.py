@@ -31,11 +31,9 @@ there in whole units.
   first moves it into a fresh parts folder. The details are in parquet_writer.py.
 * ``OUT.html``: a page to read (pipelines/view draws it; this layer is below the views, so
   the caller hands ``open_writer`` the drawing as ``page=``, a function of the rows). Rows
-  go to ``OUT.html.parts.jsonl`` as for JSON; ``close()`` draws the page, adds the rows to
-  it as a JSON block (``<script type="application/json" id="lfcli-rows">``, one row a
-  line, ``<``, ``>``, ``&`` escaped), writes ``OUT.html.tmp`` and renames it over
-  ``OUT.html``, then deletes the sidecar. Resuming a finished page first copies the rows of
-  that block to a new sidecar.
+  go to ``OUT.html.parts.jsonl`` as for JSON; ``close()`` draws the page, adds the rows as
+  a JSON block (page_rows.py), writes ``OUT.html.tmp``, renames it over ``OUT.html`` and
+  deletes the sidecar. Resuming a finished page first copies that block to a new sidecar.
 
 Whenever the sidecar (``.parts.jsonl`` / ``.parts/``) exists it is the
 authoritative record and holds a superset of any ``OUT`` file next to it; the
@@ -73,6 +71,7 @@ from ..errors import InputError, UsageError
 from .inputs import id_str
 from .jobs import SIDECAR_SUFFIX, check_same_job, read_sidecar
 from .outputs import ResultWriter, fsync_dir, remove, remove_leftovers
+from .page_rows import rows_to_jsonl, with_rows
 from .parquet_writer import ParquetResultWriter, recorded_parquet_job
 
 __all__ = [
@@ -95,9 +94,6 @@ _EXTENSIONS = {
     ".pq": "parquet",
     ".html": "html",
 }
-#: The rows block of an HTML output: its first line, and its end.
-ROWS_BLOCK = '<script type="application/json" id="lfcli-rows">'
-_ROWS_BLOCK_END = "</script>"
 
 
 def output_format(path: str | None) -> str:
@@ -368,40 +364,6 @@ class _JsonArrayWriter(ResultWriter):
         os.remove(self.sidecar)
 
 
-def _script_safe(line: bytes) -> bytes:
-    """A JSON line that cannot end a <script> element: < > & as \\u escapes (they occur only
-    inside JSON strings, where the escapes mean the same characters)."""
-    return line.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-
-
-def _page_rows_to_jsonl(path: str, target: str) -> None:
-    """Write the rows block of HTML output ``path`` as JSONL to ``target`` (via a temp file)."""
-    tmp = target + ".tmp"
-    found = ended = False
-    with open(path, "rb") as fh, open(tmp, "wb") as out:
-        for raw in fh:
-            line = raw.strip()
-            if not found:
-                found = line == ROWS_BLOCK.encode()
-            elif line == _ROWS_BLOCK_END.encode():
-                ended = True
-                break
-            elif line:
-                try:
-                    json.loads(line)
-                except ValueError:
-                    break
-                out.write(line + b"\n")
-        out.flush()
-        os.fsync(out.fileno())
-    if not ended:
-        os.remove(tmp)
-        raise InputError(f"{path}: no rows in this page (not written by lfcli -o NAME.html, or cut short), "
-                         "cannot resume (pass --force to start over)")
-    os.replace(tmp, target)
-    fsync_dir(os.path.dirname(target))
-
-
 class _HtmlPageWriter(_JsonArrayWriter):
     """OUT.html: the rows kept as for JSON, drawn into a page by ``page`` on close."""
 
@@ -413,17 +375,13 @@ class _HtmlPageWriter(_JsonArrayWriter):
 
     @staticmethod
     def _adopt(path: str, sidecar: str) -> None:
-        _page_rows_to_jsonl(path, sidecar)
+        rows_to_jsonl(path, sidecar)
 
     def _close(self) -> None:
         self._rows.close()
         with open(self.sidecar, "rb") as src:
             lines = [raw.rstrip(b"\r\n") for raw in src if raw.strip()]
-        page = self.page([json.loads(line) for line in lines])
-        block = "\n".join([ROWS_BLOCK, *(_script_safe(line).decode("utf-8", "replace") for line in lines),
-                           _ROWS_BLOCK_END, ""])
-        cut = page.rfind("</body>")
-        page = page[:cut] + block + page[cut:] if cut >= 0 else page + block
+        page = with_rows(self.page([json.loads(line) for line in lines]), lines)
         tmp = self.path + ".tmp"
         with open(tmp, "w", encoding="utf-8", errors="replace") as out:
             out.write(page)
