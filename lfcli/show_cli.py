@@ -61,5 +61,6 @@ def show(
     write_page(output, render(task, rows, texts, title=f"lfcli {task}: {os.path.basename(output_file)}", record=record))
     if not quiet:
         missing = sum(1 for i in ids if texts.get(i) is None)
-        note = f"; {plural(missing, 'document')} not found in {' '.join(inputs)}" if missing else ""
+        note = (f"; {plural(missing, 'document')} not found in {' '.join(inputs)} (ids must match: give --text "
+                "the inputs as the job was given them)") if missing else ""
         typer.echo(f"lfcli: wrote {output}: {plural(len(rows), 'row')}{note}", err=True)
