@@ -16,7 +16,7 @@ import os as _os
 for _name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
     _os.environ.setdefault(_name, "256")
 
-from .api import Pipeline, classify, corefs, embed, qa, read_documents  # noqa: E402
+from .api import Pipeline, classify, corefs, embed, qa, read_documents, show  # noqa: E402
 
 
 def __getattr__(name):
@@ -27,4 +27,4 @@ def __getattr__(name):
     raise AttributeError(name)
 
 
-__all__ = ["Document", "Pipeline", "classify", "corefs", "embed", "qa", "read_documents", "__version__"]
+__all__ = ["Document", "Pipeline", "classify", "corefs", "embed", "qa", "read_documents", "show", "__version__"]

@@ -83,3 +83,14 @@ def read_documents(paths: list[str], **options):
     from lfcli.pipelines.io.readers import iter_documents
 
     return iter_documents(list(paths), **options)
+
+
+def show(rows: list[dict], texts=None) -> str:
+    """The HTML page (one self-contained file, as `-o NAME.html` writes) of classify, qa or
+    corefs rows over their documents' texts: a dict id -> text, or the texts in the rows' order.
+
+    >>> docs = ["Teodor lit the lamp. He watched the ships."]
+    >>> open("chains.html", "w").write(lfcli.show(lfcli.corefs(docs), docs))"""
+    from lfcli.pipelines.view.show import show_rows
+
+    return show_rows(rows, texts)

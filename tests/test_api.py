@@ -36,6 +36,16 @@ def test_api_rows(tmp_path):
     assert [r["id"] for r in pipe.run(docs)] == [d.id for d in docs]
 
 
+def test_show_draws_rows_over_their_texts(tmp_path):
+    enc = make_checkpoint(tmp_path / "enc", "LongformerModel")
+    texts = ["The court held <b>that</b>.", "Rates rose."]
+    rows = lfcli.classify(texts, model=str(enc), labels=["law", "markets"])
+    page = lfcli.show(rows, texts)
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page
+    assert "&lt;b&gt;that&lt;/b&gt;" in page and "<b>that</b>" not in page
+    assert lfcli.show(rows, {"1": "Rates rose."}).count("Rates rose.") == page.count("Rates rose.")
+
+
 def test_bad_options_raise_usage_errors_before_the_model_loads():
     from lfcli.pipelines.errors import UsageError
 

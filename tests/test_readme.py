@@ -24,9 +24,10 @@ def _blocks(text: str, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", text, re.M | re.S)
 
 
-def test_python_blocks_run_as_pasted(monkeypatch):
-    """Every ```python block of the README, run from the repository's folder on the bundled
-    model. qa needs the bundled QA model; until there is one the test skips at that line."""
+def test_python_blocks_run_as_pasted(monkeypatch, tmp_path):
+    """Every ```python block of the README, run as from the repository's folder (a folder
+    with its examples, so that what a block writes lands there) on the bundled model. qa
+    needs the bundled QA model; until there is one the test skips at that line."""
     from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
     from lfcli.pipelines.errors import InputError
 
@@ -34,7 +35,8 @@ def test_python_blocks_run_as_pasted(monkeypatch):
         pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
     blocks = _blocks(README, "python")
     assert blocks
-    monkeypatch.chdir(ROOT)
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
     for code in blocks:
         try:
             exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
