@@ -8,7 +8,7 @@ import pytest
 
 from lfcli.pipelines.infer.coref_entities import (
     Mention, MentionReader, Name, Profile, genders_agree, names_compatible, pronouns_agree, proper_name, quote_spans,
-    scene_breaks, speakers_differ,
+    scene_breaks, speaker_and_narrated_agree, speakers_differ,
 )
 from lfcli.pipelines.infer.coref_task import DocumentEntities
 
@@ -219,8 +219,8 @@ TWO_STORIES = (
     "At the top he lit the lamp and wrote the hour in the book. His brother Miklos had kept the light before him, "
     "and Teodor still used his brother's pen.\n\n"
     "\u201cYou are late tonight,\u201d Miklos said from the doorway. Teodor did not answer him. He watched the ships.",
-    "He had never seen the sea before that spring. Ruben Kalman grew up among the goats of the mountains, and he "
-    "knew nothing of ships.\n\n"
+    "He had never seen the sea before that spring. Ruben Kalman grew up among the goats of the mountains, and "
+    "Ruben knew nothing of ships.\n\n"
     "His mother Sara sold cheese at the market. Ruben carried the baskets for her, and he counted the coins.\n\n"
     "\u201cWe will go to the coast,\u201d Sara told him one morning. He packed his bag that night.",
 )
@@ -243,3 +243,38 @@ def test_two_stories_in_one_window_keep_their_people_apart_with_the_bundled_mode
     assert crossing == []
     ruben = next(c for c in row["chains"] if c["name"] and "Ruben" in c["name"])
     assert ruben["mentions"][0]["start"] == cut + 2  # the story's first "He"
+
+
+def test_a_speakers_i_and_the_narrations_she_of_one_name_are_one_person():
+    assert speaker_and_narrated_agree({"i"}, {"she"}) and speaker_and_narrated_agree({"i", "he"}, {"he"})
+    assert not speaker_and_narrated_agree({"i"}, {"it"}) and not speaker_and_narrated_agree({"we"}, {"she"})
+    assert not speaker_and_narrated_agree({"i", "she"}, {"he"})
+    speaker, narrated = Profile(names={name("Alice")}, kinds={"i"}), Profile(names={name("Alice")}, kinds={"she"})
+    assert not speaker.compatible(narrated) and speaker.compatible(narrated, same_name=True)
+
+
+def test_chains_of_one_name_join_as_speaker_and_narrated():
+    text = ("Alice sat by the river. \u201cI am tired,\u201d said Alice.\n\n"
+            "Alice ran after the Rabbit. She fell.")
+    reader, at = reader_and_spans(text)
+    alice1, i, alice2 = (at["Alice"][0],) * 2, (at["I"][0],) * 2, (at["Alice"][1],) * 2
+    alice3, she = (at["Alice"][2],) * 2, (at["She"][0],) * 2
+    for breaks in ([], [at["Alice"][2]]):  # far apart too: across a scene break, by name
+        merged = DocumentEntities(reader, breaks=breaks)
+        merged.add_window([[alice1, i, alice2], [alice3, she]], (0, len(reader.offsets)))
+        assert [[reader.text_of(*m) for m in c] for c in merged.link_names()] == [["Alice", "I", "Alice", "Alice", "She"]]
+    plain = DocumentEntities(reader, rules=False)
+    plain.add_window([[alice1, i, alice2], [alice3, she]], (0, len(reader.offsets)))
+    assert len(plain.link_names()) == 2
+
+
+def test_only_peoples_names_tell_the_cast():
+    from lfcli.pipelines.infer.coref_task import named_people
+
+    text = "England was far. Teodor left England. He sailed."
+    reader, at = reader_and_spans(text)
+    england = [(at["England"][0],) * 2, (at["England"][1],) * 2]
+    teodor = [(at["Teodor"][0],) * 2, (at["He"][0],) * 2]
+    named = named_people(reader, [england, teodor])
+    assert {k: sorted(v.words) for k, v in named.items()} == {at["Teodor"][0]: ["teodor"]}
+    assert named_people(reader, [england, teodor], owned=(at["He"][0], 99)) == {}

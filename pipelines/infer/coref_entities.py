@@ -11,7 +11,9 @@ Each rule is one small function:
   names_compatible     "Teodor Varga", "Mr. Varga" and "Teodor" can be one; "Teodor" and
                        "Ilka" cannot, nor "Mr. Varga" and "Mrs. Varga"
   genders_agree        "Mr. Varga", "the woman" and "she" cannot be one
-  pronouns_agree       "he" and "they", "it" and "she", "I" and "he" cannot be one
+  pronouns_agree       "he" and "they", "it" and "she", "I" and "he" cannot be one (but
+                       speaker_and_narrated_agree: two chains of one name can be her "I" and
+                       her "she")
   speakers_differ      in one quote, the speaker's "I" and the "you" addressed are two people
 """
 
@@ -157,6 +159,16 @@ def pronouns_agree(a: set[str], b: set[str]) -> bool:
     return len(a | b) <= 1
 
 
+def speaker_and_narrated_agree(a: set[str], b: set[str]) -> bool:
+    """pronouns_agree for two chains of one name: a character is "I" in her own speech and
+    "she" in the narration around it, so a first-person chain may join one "he" or "she"
+    chain ("I" and "it", "they" or "we" still never)."""
+    if pronouns_agree(a, b):
+        return True
+    third = (a | b) - {"i"}
+    return "i" in a | b and len(third) == 1 and third <= {"he", "she"}
+
+
 def speakers_differ(a: dict[int, set[int]], b: dict[int, set[int]]) -> bool:
     """Whether, in some quote, one side says "I" and the other is the "you" addressed: the
     speaker and the person spoken to are two people. Maps: quote -> persons (1, 2) used there."""
@@ -218,11 +230,14 @@ class Profile:
         bridges = [n for n in self.names | other.names if len(n.words) > 1]
         return all(names_compatible(a, b, bridges) for a in self.names for b in other.names)
 
-    def compatible(self, other: "Profile") -> bool:
-        """Whether the two can be one entity: every rule above holds between them."""
+    def compatible(self, other: "Profile", same_name: bool = False) -> bool:
+        """Whether the two can be one entity: every rule above holds between them.
+        `same_name`: two chains of one name, where a speaker's "I" may meet the narration's
+        "she" (speaker_and_narrated_agree)."""
+        agree = speaker_and_narrated_agree if same_name else pronouns_agree
         return (
             len(self.scenes | other.scenes) <= 1
-            and pronouns_agree(self.kinds, other.kinds)
+            and agree(self.kinds, other.kinds)
             and genders_agree(self.genders, other.genders)
             and not speakers_differ(self.quotes, other.quotes)
             and self._names_fit(other)

@@ -30,10 +30,13 @@ from .tokenize import paragraph_ids
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 # Scene breaks: the tokens looked at on each side of a paragraph start, and the fewest
-# different names each side must hold (coref_entities.scene_breaks). Chosen on the LitBank
-# dev excerpts joined five to a document: from 300 to 500 tokens with one name, every join
-# of two excerpts was found and no break inside an excerpt.
-SCENE = (400, 1)
+# different people's names each side must hold (coref_entities.scene_breaks). Chosen on the
+# LitBank dev excerpts joined five to a document (8 joins of two excerpts, ~2,600 tokens
+# each) and on three whole novels: at 2,000 tokens and one name every join was found, with
+# no break inside an excerpt, none in Alice or Pride and Prejudice and 11 in Treasure Island.
+# Narrow spans break novels at every change of speaker (400 tokens: 117 in Treasure Island);
+# two names each side missed joins next to an excerpt with few people named.
+SCENE = (2000, 1)
 
 
 class _Entity:
@@ -115,7 +118,8 @@ class DocumentEntities:
         for e in entities:  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
             name = self._dominant_name(e)
             words = name.words if name else None
-            into = next((o for o in by_name.get(words, []) if o.profile.compatible(e.profile)), None) if name else None
+            fits = (o for o in by_name.get(words, []) if o.profile.compatible(e.profile, same_name=True))
+            into = next(fits, None) if name else None
             if into is None:
                 kept.append(e)
                 if name:
@@ -252,15 +256,11 @@ class CorefTask(Task):
         return {"id": doc.id, "chains": chains}
 
     def scene_breaks(self, reader: MentionReader, prepared, results) -> list[int]:
-        """The document's scene breaks (coref_entities.scene_breaks), read from the names among
-        the mentions each window keeps."""
+        """The document's scene breaks (coref_entities.scene_breaks), read from the people's
+        names among the mentions each window keeps."""
         named = {}
         for item, clusters in zip(prepared.items, results):
-            lo, hi = item.owned
-            for m in (m for c in clusters for m in c if lo <= m[0] < hi):
-                name = reader.mention(*m).name
-                if name is not None:
-                    named[m[0]] = name
+            named.update(named_people(reader, clusters, item.owned))
         return scene_breaks(sorted(named.items()), prepared.extra.get("paragraph_starts", []), *SCENE)
 
     def schema(self):
@@ -271,20 +271,29 @@ class CorefTask(Task):
         return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("error", pa.string())])
 
 
+def named_people(reader: MentionReader, clusters: list[list[Span]], owned=(0, float("inf")), shift: int = 0) -> dict:
+    """position -> name of the named mentions in `owned` [lo, hi) (document positions) of the
+    chains that are people: those with a gender or a personal "he", "she", "I" or "you" (so
+    "England" and "Paris", which two stories may share, never hold a cast together).
+    `shift`: from the clusters' positions to the document's."""
+    lo, hi = owned
+    named = {}
+    for cluster in clusters:
+        mentions = [(s + shift, reader.mention(s + shift, e + shift)) for s, e in cluster]
+        if any(m.gender or m.kind in ("he", "she", "i") or m.person for _, m in mentions):
+            named.update((s, m.name) for s, m in mentions if m.name is not None and lo <= s < hi)
+    return named
+
+
 def _window_breaks(reader: MentionReader, clusters: list[list[Span]], item: Item, shift: int) -> list[int]:
-    """The scene breaks inside one window (document positions), read from the names among all
-    its decoded mentions (window positions, `shift` to the document's)."""
+    """The scene breaks inside one window (document positions), read from the people's names
+    among all its decoded mentions (window positions, `shift` to the document's)."""
     paragraphs = item.extra.get("paragraphs")
     if not paragraphs:
         return []
     s0 = item.window.span[0]
     starts = [s0 + k for k in range(1, len(paragraphs)) if paragraphs[k] != paragraphs[k - 1]]
-    named = {}
-    for s, e in (m for c in clusters for m in c):
-        name = reader.mention(s + shift, e + shift).name
-        if name is not None:
-            named[s + shift] = name
-    return scene_breaks(sorted(named.items()), starts, *SCENE)
+    return scene_breaks(sorted(named_people(reader, clusters, shift=shift).items()), starts, *SCENE)
 
 
 class _Profiles:
