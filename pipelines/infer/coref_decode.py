@@ -6,7 +6,7 @@ personal pronouns of two kinds, a quote's speaker and addressee). A mention whos
 antecedent sits in a chain it cannot join takes its next-best antecedent above the threshold
 instead, or starts a chain of its own. With the bundled model on LitBank dev, pronoun
 agreement alone took B3 precision from 45.7 to 50.3 for 0.5 of recall (CoNLL F1 58.4 -> 58.9,
-bf16); all the rules give 59.6 (fp32), GAP F1 64.5 (`benchmarks/eval_coref.py
+bf16); all the rules give 59.5 (fp32), GAP F1 64.5 (`benchmarks/eval_coref.py
 --no-pronoun-agreement` decodes without any). The same rules hold where windows are joined
 (coref_task.DocumentEntities).
 """
