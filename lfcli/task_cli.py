@@ -27,7 +27,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     from lfcli.pipelines.io.readers import inputs_with_field, iter_documents
     from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
     from lfcli.pipelines.infer.tasks import EMPTY_OK_TASKS
-    from lfcli.pipelines.io.writers import open_writer, output_format
+    from lfcli.pipelines.io.writers import open_writer
 
     read, job, pipe_opts = _job(model, options)
     pipe_opts.update(task_opts)
@@ -38,7 +38,8 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         raise UsageError("--resume and --force contradict each other; pick one")
     if on_error not in ("skip", "fail"):
         raise UsageError("--on-error must be skip or fail")
-    page = output is not None and output_format(output) == "html"
+    # By its name alone: a Ray job's -o is a folder, which has no format of its own.
+    page = output is not None and output.lower().endswith(".html")
     if page and task == "embed":
         raise UsageError("embed rows are vectors: there is no page for them; use -o with .jsonl, .json or .parquet")
     if page and job["engine"] is not None and job["engine"].engine == "ray":
