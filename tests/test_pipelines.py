@@ -206,3 +206,34 @@ def test_large_batches_of_mixed_lengths_bound_their_padding(encoder_dir):
         assert len(b) <= PADDING_FREE_BATCH or padded - real <= PADDING_SHARE * padded
     small = list(Pipeline("embed", str(encoder_dir), batch_size=1, max_length=64, dtype="float32").run(docs))
     assert_rows_close(list(big.run(docs)), small)
+
+
+def test_embed_windows_overlap_only_when_short(tok):
+    from lfcli.pipelines.infer.tasks import NO_OVERLAP_FROM, EmbedTask, QATask
+
+    embed = EmbedTask(tok, "cls")
+    assert embed.overlap(NO_OVERLAP_FROM) == embed.overlap(4094) == 0
+    assert embed.overlap(510) == 127 and embed.overlap(NO_OVERLAP_FROM - 1) == (NO_OVERLAP_FROM - 1) // 4
+    assert QATask(tok, "question", question="Who?").overlap(4094) == 1023  # the other tasks keep a quarter
+
+
+def test_long_windows_side_by_side_give_the_vector_of_overlapping_ones():
+    """The bundled model on a document of ~9,300 tokens in windows of 4,096: without overlap
+    (the default) the vector is the overlapping windows' one to cosine 0.999."""
+    import glob
+    from pathlib import Path
+
+    from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
+
+    if bundled_available(DEFAULT_MODEL) is not None:
+        pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
+    examples = Path(__file__).resolve().parents[1] / "examples" / "docs"
+    text = "\n\n".join([Path(f).read_text(encoding="utf-8") for f in sorted(glob.glob(str(examples / "*.txt")))] * 5)
+    pipe = Pipeline("embed", dtype="float32")
+    side_by_side = list(pipe.run([Document("a", text)]))[0]
+    assert len(pipe.task.prepare(0, Document("a", text)).items) == 3  # 9,315 tokens: no overlap
+    pipe.task.overlap = lambda size: size // 4
+    overlapping = list(pipe.run([Document("a", text)]))[0]
+    cos = torch.nn.functional.cosine_similarity(torch.tensor(side_by_side["embedding"]),
+                                                torch.tensor(overlapping["embedding"]), dim=0)
+    assert side_by_side["n_tokens"] > 9000 and cos > 0.999

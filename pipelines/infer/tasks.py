@@ -35,6 +35,8 @@ TASKS = ("classify", "qa", "embed", "corefs")
 LABELLED_TASKS = tuple(task for task in TASKS if task != "embed")
 # Tasks for which an empty document is a document (corefs: no chains), not an error row.
 EMPTY_OK_TASKS = ("corefs",)
+# embed: windows at least this long (in content tokens) do not overlap (EmbedTask.overlap).
+NO_OVERLAP_FROM = 2048
 
 
 @dataclass
@@ -59,13 +61,14 @@ class Prepared:
 
 
 def _windows(
-    tok: DocumentTokenizer, doc_index: int, text: str, policy: str, overlap_fraction: float, question: list[int] | None = None
+    tok: DocumentTokenizer, doc_index: int, text: str, policy: str, overlap, question: list[int] | None = None
 ) -> Prepared:
+    """The document's windows; `overlap(size)`: the tokens two neighbours share."""
     encoded = tok.encode(text)
     if not encoded.ids:
         raise InputError("the document has no tokens")
     size = tok.content_budget(len(question) if question else 0)
-    spans = plan_windows(len(encoded.ids), size, int(size * overlap_fraction))
+    spans = plan_windows(len(encoded.ids), size, overlap(size))
     items = []
     for span, owned in zip(spans, owned_ranges(spans)):
         window = tok.window(encoded.ids, span, question)
@@ -83,6 +86,10 @@ class Task:
     name = ""
     overlap_fraction = 0.25
 
+    def overlap(self, size: int) -> int:
+        """How many tokens two neighbouring windows of `size` content tokens share."""
+        return int(size * self.overlap_fraction)
+
     def __init__(self, tokenizer: DocumentTokenizer, policy: str, **options: Any):
         self.tok = tokenizer
         self.policy = policy
@@ -92,7 +99,7 @@ class Task:
         """Called once with the loaded model (e.g. to embed zero-shot labels)."""
 
     def prepare(self, doc_index: int, doc: Document) -> Prepared:
-        return _windows(self.tok, doc_index, doc.text, self.policy, self.overlap_fraction)
+        return _windows(self.tok, doc_index, doc.text, self.policy, self.overlap)
 
     def model_inputs(self, items: list[Item]) -> dict:
         return {}
@@ -115,6 +122,14 @@ class EmbedTask(Task):
     """Document vectors. Rows: id, embedding, n_tokens."""
 
     name = "embed"
+
+    def overlap(self, size: int) -> int:
+        """Long windows side by side, without overlap: a quarter's overlap encoded a third more
+        tokens than the document holds, for vectors that move by nothing a user can see when
+        the windows are long (4,096 tokens: cosine 0.9998-1.0 against overlapping windows on
+        the first 200,000 characters of six novels; 2,048: 0.9996). Short windows keep theirs
+        (512 tokens without overlap: 0.993-0.995, too far)."""
+        return 0 if size >= NO_OVERLAP_FROM else super().overlap(size)
 
     def __init__(self, tokenizer, policy, pooling: str = "mean", normalize: bool = True):
         super().__init__(tokenizer, policy)
@@ -322,7 +337,7 @@ class QATask(Task):
         limit = self.tok.max_length // 2
         if len(q_ids) > limit:
             raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document")
-        prepared = _windows(self.tok, doc_index, doc.text, self.policy, self.overlap_fraction, q_ids)
+        prepared = _windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids)
         prepared.extra["question"] = question
         prepared.extra["text"] = doc.text
         rules = span_rules(doc.text, prepared.encoded.offsets, headings=asks_for_heading(question))
