@@ -24,6 +24,7 @@ sys.path.insert(0, str(BENCH))
 
 import attention  # noqa: E402
 import cli_folder  # noqa: E402
+import infer_breakdown  # noqa: E402
 import common  # noqa: E402
 import dtype  # noqa: E402
 import encoder  # noqa: E402
@@ -127,6 +128,21 @@ def test_cli_folder_tiny(tmp_path):
     assert res["docs"] == 2 and res["tokens"] > 1000  # 3,000 characters each: windowed at 512
     assert res["windows"] > res["docs"] and res["flops"] > 0
     assert res["results"]["cli"]["median_s"] > res["results"]["pipeline"]["median_s"]  # + start-up and load
+
+
+def test_infer_breakdown_tiny(tmp_path):
+    """Each task over a LitBank novel's opening, stage by stage: the stages add up to the wall
+    time, and the windows' tokens are counted (the quarter overlap shows for qa and corefs)."""
+    novels = common.shared_data_dir() / "litbank" / "original"
+    if not any(novels.glob("*.txt")):
+        pytest.skip(f"{novels} has no LitBank originals: the shared data folder (../shared/data or $LFCLI_SHARED) is not here")
+    if bundled_available(DEFAULT_MODEL) is not None:
+        pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
+    res = infer_breakdown.main(["--tiny", "--tasks", "embed,corefs", "--json", str(tmp_path / "b.json")])
+    for task, r in res["results"].items():
+        assert abs(sum(r["stages"].values()) - r["wall_s"]) < 1e-6 and r["stages"]["encode"] > 0, task
+        assert r["tokens"] > 1000 and r["x_roofline"] > 0
+    assert res["results"]["corefs"]["window_overhead"] > 1.2  # 512-token windows overlapping by a quarter
 
 
 def test_cli_folder_skips_without_the_shared_data(tmp_path):
