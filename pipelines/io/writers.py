@@ -137,17 +137,17 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"cannot write a {type(obj).__name__} value as JSON")
 
 
-def _finite(obj: Any) -> Any:
-    """Replace NaN/inf floats with None (JSON has no such numbers)."""
+def finite(obj: Any) -> Any:
+    """`obj` with NaN and infinite floats as None (JSON has no such numbers), arrays as lists."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: finite(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [finite(v) for v in obj]
     tolist = getattr(obj, "tolist", None)
     if callable(tolist):
-        return _finite(tolist())
+        return finite(tolist())
     return obj
 
 
@@ -155,7 +155,7 @@ def _dumps(row: dict) -> str:
     try:
         return json.dumps(row, ensure_ascii=False, default=_json_default, allow_nan=False)
     except ValueError:  # NaN or infinity somewhere
-        return json.dumps(_finite(row), ensure_ascii=False, default=_json_default, allow_nan=False)
+        return json.dumps(finite(row), ensure_ascii=False, default=_json_default, allow_nan=False)
 
 
 def _encode_line(row: dict) -> bytes:

@@ -15,6 +15,8 @@ import json
 import math
 from typing import Any, Iterable
 
+from ..io.writers import finite
+
 # JSON for a <script> block: `<`, `>` and `&` as \\u escapes, so no `</script>` or `<!--` can
 # end the element early; U+2028/U+2029 too, which some script parsers take for line breaks.
 _SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
@@ -53,17 +55,6 @@ footer{color:var(--dim);font-size:12px;padding:8px 24px 24px}
 def escape(text: Any) -> str:
     """`text` as HTML text or attribute value: & < > " ' escaped."""
     return html.escape(str(text), quote=True)
-
-
-def finite(value: Any) -> Any:
-    """`value` with NaN and infinite floats as None (JSON has no such numbers)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def script_json(value: Any) -> str:
