@@ -1,0 +1,1 @@
+"""The corefs task's home (see lfcli.pipelines.tasks)."""

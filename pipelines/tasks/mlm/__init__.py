@@ -1,0 +1,1 @@
+"""The mlm task's home (see lfcli.pipelines.tasks)."""

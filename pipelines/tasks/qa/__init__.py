@@ -1,0 +1,1 @@
+"""The qa task's home (see lfcli.pipelines.tasks)."""
