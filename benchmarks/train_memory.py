@@ -41,7 +41,7 @@ CHILD = textwrap.dedent(
     sys.path.insert(0, sys.argv[1])
     import train_profile, train_speed
     from lfcli.pipelines.infer.precision import cpu_has_native_bf16
-    from lfcli.pipelines.train.loop import make_optimizer
+    from lfcli.pipelines.train.optimizer import make_optimizer
 
     updates, lo, hi, tiny = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "1"
     cfg = train_speed.TINY_MODELS["bundled"] if tiny else train_speed.MODELS["bundled"]

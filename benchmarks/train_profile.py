@@ -93,7 +93,7 @@ def instrument_band() -> None:
 
 
 def make_step(model, n: int, dtype: torch.dtype):
-    from lfcli.pipelines.train.loop import make_optimizer
+    from lfcli.pipelines.train.optimizer import make_optimizer
 
     inputs, labels = train_speed.make_batch(n, 1, model.config.vocab_size, "cpu")
     params = [p for p in model.parameters() if p.requires_grad]

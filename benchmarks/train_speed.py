@@ -185,7 +185,7 @@ def make_step(model, inputs: dict, labels, autocast):
 
 def make_update(model):
     """The trainer's update: clip the gradient norm at 1.0, AdamW step (lfcli finetune's optimizer)."""
-    from lfcli.pipelines.train.loop import make_optimizer
+    from lfcli.pipelines.train.optimizer import make_optimizer
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(model, lr=1e-5, weight_decay=0.01)

@@ -126,7 +126,7 @@ TRAINING_CHILD = textwrap.dedent(
     import torch
     import torch.nn.functional as F
     from lfcli.models import LongformerConfig, LongformerForSequenceClassification
-    from lfcli.pipelines.train.loop import make_optimizer
+    from lfcli.pipelines.train.optimizer import make_optimizer
 
     torch.set_num_threads(1)
     config = LongformerConfig(vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,

@@ -27,7 +27,9 @@ from lfcli.pipelines.train.pretrain import (
     split_heldout,
 )
 from lfcli.pipelines.train.batches import Stream, plan_fixed
-from lfcli.pipelines.train.loop import STATE_DIR, STATE_FILE, SUMMARY_FILE, lr_factor
+from lfcli.pipelines.train.checkpoint import STATE_DIR, STATE_FILE
+from lfcli.pipelines.train.optimizer import lr_factor
+from lfcli.pipelines.train.output import SUMMARY_FILE
 from shared_data import DATA
 
 LITBANK = DATA / "litbank" / "original"

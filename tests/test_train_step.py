@@ -77,7 +77,7 @@ def test_fast_step_equals_reference_step(mode, autocast, monkeypatch):
 
 def test_fused_adamw_update_equals_foreach():
     """make_optimizer's fused AdamW and PyTorch's default AdamW take the same step."""
-    from lfcli.pipelines.train.loop import make_optimizer
+    from lfcli.pipelines.train.optimizer import make_optimizer
 
     models = [tiny_classifier(), tiny_classifier()]
     inputs, labels = batch()

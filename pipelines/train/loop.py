@@ -30,16 +30,18 @@ the rest, the same for every task, top to bottom as nanoGPT's train.py does:
   log       OUTPUT/metrics.jsonl gets one line per update and per evaluation, and
             OUTPUT/curve.png draws it after each evaluation (with matplotlib); progress
             (loss, tokens/s, ETA) on stderr: a rich bar on a terminal, plain lines otherwise.
+
+Its parts live beside it: batches.py (the stream and each update's micro-batches),
+optimizer.py (AdamW and lr_factor), distributed.py (Dist, the processes), checkpoint.py (the
+resume checkpoint), output.py (the output folder's rules and the best model) and
+progress_bar.py.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import random
-import shutil
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -47,159 +49,20 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import InputError, UsageError
-from ..infer.precision import autocast_for
+from ..infer.precision import autocast_for, check_autocast
 from ..view.curves import CURVE_FILE, METRICS_FILE, RunCurve
 from .batches import Stream, mix_seed, plan_fixed, plan_update, steps_per_epoch
-
-STATE_DIR = "train_state"
-STATE_FILE = "trainer_state.pt"
-SUMMARY_FILE = "training_summary.json"
-STATE_VERSION = 1
-
-
-# -- pieces shared with pretraining ------------------------------------------------------------
-def lr_factor(step: int, warmup_steps: int, max_steps: int, power: float = 3.0) -> float:
-    """Multiplier of the peak learning rate for the update taken after `step` updates.
-
-    Linear warm-up: (step + 1) / warmup_steps for step < warmup_steps, reaching 1 at the
-    last warm-up update. Then polynomial decay of the given power:
-    (1 - (step - warmup_steps) / (max_steps - warmup_steps)) ** power, which is 1 right
-    after warm-up and 0 at step = max_steps (when training is over). No update gets a zero
-    learning rate. Clipped to 0 beyond max_steps.
-    """
-    if step < 0:
-        raise ValueError("step must be >= 0")
-    if max_steps <= warmup_steps:
-        raise ValueError("max_steps must be larger than warmup_steps")
-    if step < warmup_steps:
-        return (step + 1) / warmup_steps
-    if step >= max_steps:
-        return 0.0
-    remaining = 1.0 - (step - warmup_steps) / (max_steps - warmup_steps)
-    return remaining**power
+from .checkpoint import STATE_DIR, STATE_FILE, load_state, save_state
+from .distributed import Dist
+from .optimizer import lr_factor, make_optimizer
+from .output import SUMMARY_FILE, check_output, clear_output, keep_best
+from .progress_bar import ProgressBar
 
 
-class Dist:
-    """The process group (or its absence): rank, world size, and the few collectives used."""
-
-    def __init__(self, device: str):
-        self.world = int(os.environ.get("WORLD_SIZE", "1") or 1)
-        self.rank = int(os.environ.get("RANK", "0") or 0)
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
-        self.owned = False
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise UsageError(f"device {device!r}: CUDA is not available here")
-        try:
-            dev = torch.device(device)
-        except RuntimeError:
-            raise UsageError(f"device {device!r} is not a device torch knows") from None
-        if self.world > 1 and dev.type == "cuda":
-            dev = torch.device("cuda", self.local_rank)
-            torch.cuda.set_device(dev)
-        self.device = dev
-        if self.world > 1:
-            import torch.distributed as dist
-
-            if not dist.is_initialized():
-                dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
-                self.owned = True
-            self.rank, self.world = dist.get_rank(), dist.get_world_size()
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def sum(self, values: Sequence[float]) -> list[float]:
-        t = torch.tensor(list(values), dtype=torch.float64)
-        if self.world > 1:
-            import torch.distributed as dist
-
-            t = t.to(self.device)
-            dist.all_reduce(t)
-        return t.cpu().tolist()
-
-    def gather(self, obj) -> list:
-        if self.world == 1:
-            return [obj]
-        import torch.distributed as dist
-
-        out = [None] * self.world
-        dist.all_gather_object(out, obj)
-        return out
-
-    def barrier(self) -> None:
-        if self.world > 1:
-            import torch.distributed as dist
-
-            dist.barrier()
-
-    def close(self) -> None:
-        if self.owned:
-            import torch.distributed as dist
-
-            dist.destroy_process_group()
-
-
-def rng_state(device: torch.device) -> dict:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(device)
-    return state
-
-
-def set_rng_state(state: dict, device: torch.device) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    if device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def make_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8):
-    """AdamW over the trainable parameters; no weight decay on biases and LayerNorm."""
-    decay, no_decay = [], []
-    for _, p in model.named_parameters():  # a tied parameter appears once
-        if p.requires_grad:
-            (decay if p.ndim >= 2 else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    # PyTorch's fused AdamW: one kernel over each parameter instead of a dozen elementwise ops
-    # (half the update's time on the CPU, measured); it needs every parameter on one device type.
-    devices = {p.device.type for p in decay + no_decay}
-    fused = len(devices) == 1 and devices <= {"cpu", "cuda"}
-    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=fused)
-
-
-# -- the output folder's rules, the same for every training command ---------------------------------
-def check_output(output: Path, model_folder: Path, resume: bool, force: bool, command: str) -> None:
-    """Refuse an output folder a run must not write into: a file, the base model's own
-    folder, or an earlier run's folder without --resume or --force."""
-    if resume and force:
-        raise UsageError("--resume and --force contradict each other; pick one")
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"{output}: exists and is not a folder; the output of {command} is a model folder")
-    try:
-        same = output.exists() and output.resolve() == Path(model_folder).resolve()
-    except OSError:
-        same = False
-    if same:
-        raise UsageError(f"{output}: is the model folder itself; write the trained model to another folder")
-    if output.is_dir() and any(output.iterdir()) and not (resume or force):
-        raise UsageError(f"{output}: exists and is not empty; pass --resume to continue the run there or --force to start over")
-
-
-def clear_output(output: Path, files: Sequence[str]) -> None:
-    """--force: remove what an earlier run wrote there (its `files`, the trainer's own files
-    and folders), and nothing else."""
-    if not output.is_dir():
-        return
-    for child in output.iterdir():
-        if child.is_file() and child.name in (*files, METRICS_FILE, SUMMARY_FILE, CURVE_FILE):
-            child.unlink()
-        elif child.is_dir() and child.name in (STATE_DIR, f".tmp-{STATE_DIR}", ".tmp-best"):
-            shutil.rmtree(child, ignore_errors=True)
-
-
+# -- the frame of a training command --------------------------------------------------------------
 class TrainingRun:
     """The frame every training command runs in (finetune, pretrain-continue): the output
     folder's rules checked before anything is read (check_output), the processes (Dist, closed
@@ -276,8 +139,6 @@ class TrainConfig:
     log_every: int = 10
 
     def check(self) -> None:
-        from ..infer.precision import check_autocast
-
         if not self.lr > 0:
             raise UsageError("--lr must be positive")
         if self.max_steps is None and not self.epochs > 0:
@@ -355,7 +216,7 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
         raise InputError("no training examples")
     run = Run(model, task, Path(output), config, dist or Dist("cpu"), log)
     run.begin(fingerprint or {}, resume)
-    bar = _Progress(progress and run.dist.main, run.schedule.max_steps, run.st.step)
+    bar = ProgressBar(progress and run.dist.main, run.schedule.max_steps, run.st.step)
     model.train()
     stopped_early = False
     if config.eval_before and not run.st.evals:
@@ -386,8 +247,6 @@ class Run:
         self.optimizer = make_optimizer(model, config.lr, config.weight_decay, config.betas, config.eps)
         loss_module = LossModule(model, task)
         if dist.world > 1:
-            from torch.nn.parallel import DistributedDataParallel
-
             ids = [dist.device.index] if dist.device.type == "cuda" else None
             self.wrapped = DistributedDataParallel(loss_module, device_ids=ids)
         else:
@@ -417,7 +276,7 @@ class Run:
                             "micro_tokens": config.micro_tokens, "world_size": dist.world,
                             "examples": len(self.examples), "max_steps": self.schedule.max_steps}
         if resume and (self.state_dir / STATE_FILE).is_file():
-            self.restore(torch.load(self.state_dir / STATE_FILE, map_location="cpu", weights_only=False))
+            self.restore()
         else:
             self.output.mkdir(parents=True, exist_ok=True)
             if dist.main:
@@ -431,25 +290,10 @@ class Run:
                    "examples": len(self.examples), "trainable_parameters": self.trainable_n,
                    "bf16_autocast": self.bf16, "config": asdict(config)})
 
-    def restore(self, saved: dict) -> None:
-        """The trainable weights, optimizer, stream position and RNGs of a checkpoint."""
-        if saved.get("version") != STATE_VERSION:
-            raise InputError(f"{self.state_dir / STATE_FILE}: written by another version of lfcli; cannot resume from it")
-        # Both ways: an option recorded only when set (--delta, --freeze-embeddings) differs when
-        # the resumed run has it and this one not.
-        before = saved["fingerprint"]
-        differ = sorted(k for k in set(self.fingerprint) | set(before) if before.get(k) != self.fingerprint.get(k))
-        if differ:
-            raise UsageError(f"{self.output}: the run there used other settings ({', '.join(differ)}); "
-                             "resume with the same data and options, or use --force to start over")
-        trainable = dict(self.model.named_parameters())
-        with torch.no_grad():
-            for name, value in saved["trainable"].items():
-                trainable[name].copy_(value)
-        self.optimizer.load_state_dict(saved["optimizer"])
-        self.st = RunState(**saved["run"])
+    def restore(self) -> None:
+        """The trainable weights, optimizer, stream position and RNGs of the output's checkpoint."""
+        self.st = RunState(**load_state(self.output, self.fingerprint, self.model, self.optimizer, self.dist))
         self.resumed_from = self.st.step
-        set_rng_state(saved["rng"][self.dist.rank], self.dist.device)
         self.emit({"event": "message", "message": f"resuming at update {self.st.step} of {self.schedule.max_steps}"})
 
     def update(self) -> dict:
@@ -507,7 +351,7 @@ class Run:
         if st.step % schedule.save_every == 0 or last or stop:
             st.elapsed += time.perf_counter() - self.started
             self.started = time.perf_counter()
-            self.save_state()
+            save_state(self.output, self.fingerprint, asdict(st), self.model, self.optimizer, self.dist)
             self.emit({"event": "checkpoint", "step": st.step})
         if stop:
             self.emit({"event": "message",
@@ -531,41 +375,12 @@ class Run:
         if better:
             st.best_score, st.best_step, st.evals_since_best = score, st.step, 0
             if self.dist.main:
-                self.keep_best()
+                keep_best(self.output, lambda folder: self.task.save(self.model, folder))
             self.dist.barrier()
         elif not baseline:
             st.evals_since_best += 1
         self.emit(record)
         self.curve.redraw()  # OUTPUT/curve.png (pipelines/view/curves.py)
-
-    def keep_best(self) -> None:
-        """Write the model into the output folder: into a temporary folder first, then each
-        file moved over the last best's, so a stop midway never leaves half a model."""
-        tmp = self.output / ".tmp-best"
-        shutil.rmtree(tmp, ignore_errors=True)
-        self.task.save(self.model, tmp)
-        for child in tmp.iterdir():
-            target = self.output / child.name
-            if target.is_dir():
-                shutil.rmtree(target)
-            os.replace(child, target)
-        tmp.rmdir()
-
-    def save_state(self) -> None:
-        """The checkpoint --resume continues from (written aside, then swapped in)."""
-        rngs = self.dist.gather(rng_state(self.dist.device))
-        if self.dist.main:
-            tmp = self.output / f".tmp-{STATE_DIR}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            torch.save({
-                "version": STATE_VERSION, "fingerprint": self.fingerprint, "run": asdict(self.st), "rng": rngs,
-                "trainable": {n: p.detach().cpu().clone() for n, p in self.model.named_parameters() if p.requires_grad},
-                "optimizer": self.optimizer.state_dict(),
-            }, tmp / STATE_FILE)
-            shutil.rmtree(self.state_dir, ignore_errors=True)
-            os.replace(tmp, self.state_dir)
-        self.dist.barrier()
 
     def finish(self, stopped_early: bool) -> dict:
         """The run's summary, also written to OUTPUT/training_summary.json."""
@@ -582,29 +397,3 @@ class Run:
             (self.output / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=float) + "\n",
                                                     encoding="utf-8")
         return summary
-
-
-class _Progress:
-    """A rich bar on stderr (terminal only): update, loss, tokens/s, ETA."""
-
-    def __init__(self, enabled: bool, total: int, done: int):
-        self.first_step = done
-        self.bar = None
-        if enabled and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-            self.bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                TextColumn("{task.fields[info]}"), TimeRemainingColumn(), transient=True,
-                                console=Console(file=sys.stderr))  # stdout is for the command's data
-            self.bar.start()
-            self.task = self.bar.add_task("train", total=total, completed=done, info="")
-
-    def update(self, record: dict) -> None:
-        if self.bar is not None:
-            info = f"loss {record['loss']:.4f}  {record['tokens_per_s']:,.0f} tokens/s"
-            self.bar.update(self.task, completed=record["step"], info=info)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()

@@ -88,7 +88,9 @@ from lfcli.models.checkpoint import GLOBAL_PROJECTIONS, TOKENIZER_FILES, copy_to
 from ..errors import InputError, UsageError
 from ..progress import record_line
 from .batches import mix_seed, unit_hash
-from .loop import STATE_DIR, Dist, TrainConfig, TrainingRun, train
+from .checkpoint import STATE_DIR
+from .distributed import Dist
+from .loop import TrainConfig, TrainingRun, train
 from ..wording import plural
 
 __all__ = ["pretrain_continue", "mask_tokens", "MaskVocab", "build_sequences", "split_heldout", "MLMTask"]
