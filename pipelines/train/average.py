@@ -15,6 +15,11 @@ import json
 import shutil
 from pathlib import Path
 
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+
 from ..errors import InputError, UsageError
 from .finetune import not_an_adapter, refuse_existing
 
@@ -29,10 +34,6 @@ SAME_MODEL = {"architectures": "head differs", "id2label": "labels differ", "cor
 def average_adapters(folders: list[str], out: str, force: bool = False) -> Path:
     """Write to `out` the mean of the adapter folders' weights, with the first folder's
     config and tokenizer files; its config.json names the averaged folders."""
-    from safetensors.torch import save_file
-
-    from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
-
     if len(folders) < 2:
         raise UsageError("lfcli average needs at least two adapter folders")
     sources, target = [Path(f) for f in folders], Path(out)
@@ -85,9 +86,6 @@ def _read_json(path: Path) -> dict:
 
 
 def _read_weights(path: Path) -> dict:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     try:
         return load_file(str(path))
     except (SafetensorError, OSError) as exc:

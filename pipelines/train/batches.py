@@ -8,7 +8,9 @@ position, so a resumed run takes the same updates as one that never stopped."""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -64,9 +66,6 @@ def plan_update(stream: Stream, examples: Sequence, cursor: int, batch_tokens: i
     holds about batch_tokens tokens, or the whole data set when that is smaller, and
     `--epochs 1` is one pass over the data. (Under torchrun an update takes a few examples
     more when its micro-batches do not share evenly among the processes.)"""
-    import bisect
-    import itertools
-
     n_examples = len(examples)
     per_epoch = steps_per_epoch(examples, batch_tokens)
     start = cursor - cursor % n_examples  # of the epoch

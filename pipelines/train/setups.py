@@ -9,7 +9,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from lfcli.models import LongformerConfig
+from lfcli.models.heads import architecture_of_task
+from lfcli.models.registry import tokenizer_folder
+
 from ..errors import InputError
+from ..infer.tokenize import DocumentTokenizer
 from ..wording import plural
 
 MIN_TRAIN_LENGTH = 16  # shortest training window, in tokens
@@ -31,19 +36,12 @@ class Setup:
 
     @property
     def class_name(self) -> str:
-        from lfcli.models.heads import architecture_of_task
-
         return architecture_of_task(self.command)
 
 
 def training_tokenizer(folder: Path, max_length: int | None, default: int):
     """(the model's tokenizer for training windows, their length): `max_length`, else
     `default`, at most the model's positions."""
-    from lfcli.models import LongformerConfig
-    from lfcli.models.registry import tokenizer_folder
-
-    from ..infer.tokenize import DocumentTokenizer
-
     limit = LongformerConfig.from_json_file(folder / "config.json").max_tokens
     length = min(max_length or default, limit)
     if length < MIN_TRAIN_LENGTH:  # a --max-length that short is refused before; this is the model's own
