@@ -1,9 +1,11 @@
 """The `lfcli` command's frame, shared by the modules that add its commands: the typer app
-(its help without type names), the options the commands share, `--version`, and the
-`guarded` decorator that turns errors into one line on stderr and an exit code.
+(its help without type names), `--version`, the `guarded` decorator that turns errors into
+one line on stderr and an exit code, and `options_after`, which gives a family of commands
+its shared options. The options themselves are declared once, in options.py.
 
-cli.py imports the command modules (task_cli, model_cli, evaluate_cli, train_cli), which
-register their commands on `app` from here. Nothing heavy is imported until a command runs.
+cli.py imports the command modules (task_cli, model_cli, evaluate_cli, train_cli, show_cli,
+plot_cli), which register their commands on `app` from here. Nothing heavy is imported until
+a command runs.
 """
 
 from __future__ import annotations
@@ -13,13 +15,22 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, get_args, get_origin
+from typing import get_args, get_origin
 
 import typer
 from typer.core import TyperGroup
 from typing_extensions import Annotated
 
+from lfcli.pipelines.errors import LfcliError
+from lfcli.pipelines.infer.precision import cpu_name, describe_auto
+
 from . import __version__
+# task_cli imports the task commands' options from here for now; options.py declares them.
+from .options import (  # noqa: F401
+    Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
+    IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
+    TextColumn, Workers,
+)
 
 _PLAIN_TYPES = {int: "INT", float: "FLOAT", str: "TEXT", Path: "PATH"}
 
@@ -74,34 +85,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# -- options shared by the task commands ----------------------------------------------------
-Inputs = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
-Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json, .parquet, or .html for a page to read in a browser (classify, qa, corefs; show: required) (default: JSONL on stdout).")]
-Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled model name (see `lfcli models`) or checkpoint folder.")]
-TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
-IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Id field/column (default: 'id' when present, else the row number).")]
-Glob = Annotated[Optional[str], typer.Option("--glob", "-g", help="Only files in folders matching this pattern, e.g. '*.txt'.")]
-BatchSize = Annotated[int, typer.Option("--batch-size", "-b", help="Most windows per batch.")]
-MaxTokens = Annotated[int, typer.Option("--max-tokens", "-t", help="Token budget per batch (longest window x batch size).")]
-MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]
-Device = Annotated[str, typer.Option("--device", "-d", help="auto (CUDA when there is a GPU, else cpu), cpu, cuda, cuda:1, ...")]
-Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a CPU with native bf16, else float32; `lfcli --version --verbose` says which), float32, bfloat16 or float16.")]
-Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
-Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
-Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file (and an unfinished run's rows).")]
-Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: keep the output's rows, skip their ids.")]
-OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on; fail: stop at the first bad document.")]
-Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or summary on stderr.")]
-EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
-InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
-RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
-# Help texts go through rich markup, where "[ray]" is a style tag and vanishes: "\\[" keeps it.
-Engine = Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data over a Parquet dataset, writing -o FOLDER/; pip install 'lfcli\\[ray]').")]
-RayAddress = Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: the cluster to join (e.g. auto, or HOST:6379; default $RAY_ADDRESS, else a local instance).")]
-Workers = Annotated[Optional[int], typer.Option("--workers", help="--engine ray: model actors (default: as many as the free resources hold, one CPU kept for reading and writing).")]
-GpusPerWorker = Annotated[Optional[float], typer.Option("--gpus-per-worker", help="--engine ray: GPUs per actor (default 1 when the cluster has GPUs, else 0; 0.5 puts two actors on a GPU).")]
-CpusPerWorker = Annotated[Optional[float], typer.Option("--cpus-per-worker", help="--engine ray: CPUs per actor, also its torch threads (default 1).")]
-
 
 def _version(value: bool):
     if value:
@@ -115,9 +98,7 @@ def _version(value: bool):
 
 def machine_line() -> str:
     """torch, the CPU, and the floating-point path `--dtype auto` takes on it."""
-    import torch
-
-    from lfcli.pipelines.infer.precision import cpu_name, describe_auto
+    import torch  # lazy: --help and --version stay fast
 
     cuda = f", CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
     return f"torch {torch.__version__}, {cpu_name()}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"
@@ -144,8 +125,6 @@ def guarded(command):
     def run(*args, **kwargs):
         if os.environ.get("LFCLI_DEBUG") == "1":
             return command(*args, **kwargs)
-        from lfcli.pipelines.errors import LfcliError
-
         try:
             return command(*args, **kwargs)
         except LfcliError as exc:

@@ -11,39 +11,29 @@ path written go to stderr. matplotlib is imported only when the command runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from typing_extensions import Annotated
 
-from .app import Force, Quiet, app, guarded
+from lfcli.pipelines.errors import InputError, UsageError
+from lfcli.pipelines.progress import note
+from lfcli.pipelines.view.curves import (
+    CURVE_FILE, FORMATS, METRICS_FILE, default_title, draw_curves, evaluations_table, metric_fields, read_curves,
+)
+from lfcli.pipelines.wording import plural
+
+from .app import app, guarded
+from .options import Image, Metric, OverwriteFile, Quiet, Title
 
 RunDir = Annotated[str, typer.Argument(metavar="RUN_DIR", show_default=False,
                                        help="The -o folder of lfcli finetune or pretrain-continue (finished or running), or its metrics.jsonl.")]
-Image = Annotated[Optional[str], typer.Option("--output", "-o", help="Image to write: .png, .svg or .pdf (default: RUN_DIR/curve.png, the one training draws, redrawn; NAME.png for a metrics file NAME.jsonl).")]
-Metric = Annotated[Optional[str], typer.Option("--metric", help="Evaluation field to draw, e.g. exact_match or accuracy (default: the task's score; bits per token for pretraining).")]
-Title = Annotated[Optional[str], typer.Option("--title", help="Title over both panels (default: RUN_DIR's name and the update reached).")]
 
 
 @app.command("plot")
 @guarded
 def plot(run_dir: RunDir, output: Image = None, metric: Metric = None, title: Title = None,
-         force: Force = False, quiet: Quiet = False):
+         force: OverwriteFile = False, quiet: Quiet = False):
     """Draw a training run's curves: the training loss and the validation score against updates."""
-    from lfcli.pipelines.errors import InputError, UsageError
-    from lfcli.pipelines.progress import note
-    from lfcli.pipelines.view.curves import (
-        CURVE_FILE,
-        FORMATS,
-        METRICS_FILE,
-        default_title,
-        draw_curves,
-        evaluations_table,
-        metric_fields,
-        read_curves,
-    )
-    from lfcli.pipelines.wording import plural
-
     source = Path(run_dir)
     if source.is_dir():
         metrics = source / METRICS_FILE

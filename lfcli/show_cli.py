@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+import os
 
 import typer
 from typing_extensions import Annotated
 
-from .app import EncodingErrors, Force, Glob, IdColumn, InputFormat, Output, Quiet, TextColumn, app, guarded
+from lfcli.pipelines.errors import InputError, UsageError
+from lfcli.pipelines.wording import plural
+
+from .app import app, guarded
+from .options import EncodingErrors, Glob, IdColumn, InputFormat, OverwriteFile, Page, Quiet, TextColumn, Texts
 
 Shown = Annotated[str, typer.Argument(metavar="OUTPUT", show_default=False,
                                       help="Output of classify, qa or corefs: .jsonl, .json, .parquet (or a Parquet folder).")]
-Texts = Annotated[Optional[List[str]], typer.Option(
-    "--text", help="The job's inputs (files, folders, .jsonl, .parquet), read as the task read them; repeat for "
-                   "several (default: the inputs its job record names, when they are still there).")]
 
 
 @app.command()
@@ -21,19 +22,16 @@ Texts = Annotated[Optional[List[str]], typer.Option(
 def show(
     output_file: Shown,
     text: Texts = None,
-    output: Output = None,
+    output: Page = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
-    force: Force = False, quiet: Quiet = False,
+    force: OverwriteFile = False, quiet: Quiet = False,
 ):
     """Draw an output of classify, qa or corefs over its documents as one page (-o NAME.html,
     required) that opens from disk with no network: chains in colour, answers in their
     passages, labels in a sortable table. Documents are matched to rows by id."""
-    import os
-
-    from lfcli.pipelines.errors import InputError, UsageError
+    # lazy: the readers and the pages (50 ms) are not for --help
     from lfcli.pipelines.view.show import document_texts, read_output, recorded_inputs, render, task_of, write_page
-    from lfcli.pipelines.wording import plural
 
     if output is None or output == "-":
         raise UsageError("show writes a page: give -o NAME.html")

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
+from typing import List
 
 import typer
 from typing_extensions import Annotated
 
-from .app import Device, Global, app, guarded, options_after
+from lfcli.pipelines.progress import record_line
+
+from .app import app, guarded, options_after
+from .options import (
+    Adapter, AveragedAdapter, Autocast, BaseModel, BatchTokens, ClassWeights, Delta, Device, Epochs, FfnnSize,
+    FinetuneFreezeEmbeddings, FinetuneLr, FirstWindowOnly, Gap, GapValidation, GapWeight, Global, IdColumn,
+    LabelColumn, LoraRank, MaxEval, MaxSteps, Merge, Negatives, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder,
+    Seed, StartOver, TextColumn, TrainIds, TrainingData, TrainingMaxLength, Validation, ValidationIds, ValidationSplit,
+)
 
 finetune_app = typer.Typer(
     help="Train a task model (a LoRA adapter + head by default) on labelled data; the best model by validation ends in -o DIR.",
@@ -30,36 +38,14 @@ DEFAULT_EPOCHS = {"classify": 6.0, "qa": 2.0, "corefs": 16.0}  # corefs: ~1,500 
 DEFAULT_BATCH_TOKENS = {"classify": 16384, "qa": 16384, "corefs": 2048}  # corefs: one LitBank document an update
 DEFAULT_PATIENCE = {"classify": 3, "qa": 2, "corefs": 6}
 
-Data = Annotated[List[str], typer.Argument(help="Training data (see the command's help for the formats).", show_default=False)]
-Output = Annotated[str, typer.Option("--output", "-o", help="Folder for the trained model (and its training state while it runs).")]
-Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Base model: bundled name or checkpoint folder (default: the bundled base). A LoRA adapter folder or bundled task model is trained on from where it stands.")]
-Validation = Annotated[Optional[List[str]], typer.Option("--validation", help="Validation data in the training data's format (default: held out from DATA).")]
-ValidationSplit = Annotated[float, typer.Option("--validation-split", help="Share of DATA held out for validation when --validation is not given (seeded).")]
-Epochs = Annotated[Optional[float], typer.Option("--epochs", help="Passes over the training data (default: classify 6, qa 2, corefs 16).")]
-MaxSteps = Annotated[Optional[int], typer.Option("--max-steps", help="Optimizer updates in all (overrides --epochs).")]
-Lr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (default with LoRA: 5e-4 classify, 1e-3 qa and corefs; 5e-5 full).")]
-BatchTokens = Annotated[Optional[int], typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches; default: classify and qa 16384, corefs 2048).", show_default=False)]
-MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: qa 256, others the model's positions).")]
-Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
-LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]
-FreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="With --adapter full: keep the base's embedding tables as they are (the trained model then differs from its base in the layers and head only).")]
-Delta = Annotated[bool, typer.Option("--delta", help="With --adapter full: write the weights as fp16 differences from the base model (a fraction of a full checkpoint; with --freeze-embeddings, the layers and head only).")]
-Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
-Seed = Annotated[int, typer.Option("--seed", help="Seeds the split, the head's initialisation, the data order and dropout.")]
-Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: classify 3, qa 2, corefs 6).", show_default=False)]
-Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
-Force = Annotated[bool, typer.Option("--force", "-F", help="Start over: remove an earlier run's model and training state in DIR.")]
-Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue the interrupted run in DIR from its last checkpoint (same weights as an uninterrupted run).")]
-Quiet = Annotated[bool, typer.Option("--quiet", help="No progress or messages on stderr.")]
-
 
 def _training_options(
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None,
-    max_steps: MaxSteps = None, lr: Lr = None, batch_tokens: BatchTokens = None, max_length: MaxLength = None,
-    global_: Global = None, adapter: Adapter = "lora", lora_rank: LoraRank = None, merge: Merge = False,
-    freeze_embeddings: FreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0, patience: Patience = None,
-    device: Device = "auto", autocast: Autocast = "auto", force: Force = False, resume: Resume = False,
-    quiet: Quiet = False,
+    max_steps: MaxSteps = None, lr: FinetuneLr = None, batch_tokens: BatchTokens = None,
+    max_length: TrainingMaxLength = None, global_: Global = None, adapter: Adapter = "lora", lora_rank: LoraRank = None,
+    merge: Merge = False, freeze_embeddings: FinetuneFreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0,
+    patience: Patience = None, device: Device = "auto", autocast: Autocast = "auto", force: StartOver = False,
+    resume: ResumeRun = False, quiet: Quiet = False,
 ):
     """The options every finetune command takes after its own, declared once (see options_after)."""
 
@@ -69,9 +55,8 @@ training_options = options_after(_training_options)
 
 def _run(task: str, data, output, model, options: dict, **task_options):
     """Train `task` with the shared `options` (each default the task's) and the task's own."""
-    from lfcli.pipelines.train.finetune import finetune
-    from lfcli.pipelines.progress import record_line
-    from lfcli.pipelines.train.loop import TrainConfig
+    from lfcli.pipelines.train.finetune import finetune  # lazy: torch, not for --help
+    from lfcli.pipelines.train.loop import TrainConfig  # lazy: torch
 
     o = options
     live = sys.stderr.isatty() and not o["quiet"]
@@ -104,12 +89,9 @@ def _run(task: str, data, output, model, options: dict, **task_options):
 @guarded
 @training_options
 def finetune_classify(
-    data: Data, output: Output, model: Model = None,
-    text_column: Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")] = "text",
-    label_column: Annotated[str, typer.Option("--label-column", help="Label field / column.")] = "label",
-    id_column: Annotated[Optional[str], typer.Option("--id-column", help="Id field / column (default: 'id' when present).")] = None,
-    class_weights: Annotated[str, typer.Option("--class-weights", help="auto: weigh classes by n / (k * n_class) in the loss; none.")] = "auto",
-    first_window_only: Annotated[bool, typer.Option("--first-window-only", help="Train on each document's first window only.")] = False,
+    data: TrainingData, output: RunFolder, model: BaseModel = None,
+    text_column: TextColumn = "text", label_column: LabelColumn = "label", id_column: IdColumn = None,
+    class_weights: ClassWeights = "auto", first_window_only: FirstWindowOnly = False,
     *, options: dict,
 ):
     """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
@@ -122,9 +104,7 @@ def finetune_classify(
 @guarded
 @training_options
 def finetune_qa(
-    data: Data, output: Output, model: Model = None,
-    negatives: Annotated[float, typer.Option("--negatives", help="SQuAD JSON: chance that a question also trains on a no-answer window of another paragraph of its article.")] = 0.5,
-    max_eval: Annotated[int, typer.Option("--max-eval", help="Validation questions scored at each evaluation (CPU time).")] = 600,
+    data: TrainingData, output: RunFolder, model: BaseModel = None, negatives: Negatives = 0.5, max_eval: MaxEval = 600,
     *, options: dict,
 ):
     """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
@@ -136,13 +116,9 @@ def finetune_qa(
 @guarded
 @training_options
 def finetune_corefs(
-    data: Data, output: Output, model: Model = None,
-    ids: Annotated[Optional[str], typer.Option("--ids", help="Train only on the documents listed in this file (one id per line, e.g. LitBank's train.ids).")] = None,
-    validation_ids: Annotated[Optional[str], typer.Option("--validation-ids", help="Validate on these documents (of --validation, else of DATA).")] = None,
-    gap: Annotated[Optional[List[str]], typer.Option("--gap", help="GAP TSV files (A-coref/B-coref labels) whose rows also train the pronoun's antecedent.")] = None,
-    gap_validation: Annotated[Optional[str], typer.Option("--gap-validation", help="A GAP TSV scored at each evaluation; the best model then has the best mean of CoNLL F1 and GAP F1.")] = None,
-    ffnn_size: Annotated[Optional[int], typer.Option("--ffnn-size", help="Width of the coreference head's mention and antecedent layers (default 128).")] = None,
-    gap_weight: Annotated[Optional[float], typer.Option("--gap-weight", help="How much a GAP row's loss weighs against a training document's (default 0.2).")] = None,
+    data: TrainingData, output: RunFolder, model: BaseModel = None,
+    ids: TrainIds = None, validation_ids: ValidationIds = None, gap: Gap = None, gap_validation: GapValidation = None,
+    ffnn_size: FfnnSize = None, gap_weight: GapWeight = None,
     *, options: dict,
 ):
     """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
@@ -156,10 +132,10 @@ def finetune_corefs(
 def merge(
     adapter: Annotated[str, typer.Argument(metavar="DIR", help="A folder `lfcli finetune` wrote with a LoRA adapter.")],
     out: Annotated[str, typer.Argument(metavar="OUT", help="Where to write the full transformers-layout checkpoint.")],
-    force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty OUT folder.")] = False,
+    force: OverwriteFolder = False,
 ):
     """Merge a LoRA adapter into its base: a full checkpoint transformers loads (as --merge at training)."""
-    from lfcli.pipelines.train.finetune import merge_adapter
+    from lfcli.pipelines.train.finetune import merge_adapter  # lazy: torch, not for --help
 
     typer.echo(f"lfcli: wrote {merge_adapter(adapter, out, force=force)}", err=True)
 
@@ -168,10 +144,10 @@ def merge(
 @guarded
 def average(
     adapters: Annotated[List[str], typer.Argument(metavar="DIR", help="Two or more LoRA adapter folders trained on from one start (`lfcli finetune -m ADAPTER`).", show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="Folder for the averaged adapter.")],
-    force: Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty output folder.")] = False,
+    output: AveragedAdapter,
+    force: OverwriteFolder = False,
 ):
     """Average LoRA adapters of one base, rank and head (a model soup): often better than each."""
-    from lfcli.pipelines.train.average import average_adapters
+    from lfcli.pipelines.train.average import average_adapters  # lazy: torch, not for --help
 
     typer.echo(f"lfcli: wrote {average_adapters(adapters, output, force=force)}", err=True)

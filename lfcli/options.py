@@ -1,0 +1,117 @@
+"""Every option of the `lfcli` commands, declared once: one typer `Annotated` alias each, with
+one help text. A command module imports the aliases it takes; a flag that means different
+things in different commands (`--output`, `--force`, `--resume`, ...) has one alias per
+meaning, named for it, side by side below, so a reader sees why they differ.
+
+typer takes an option's default from the command's signature, not from the alias: the
+commands give each one from the place the pipelines define it (e.g. PretrainConfig), or the
+plain value of a flag (False) or of "not given" (None). Nothing here imports more than typer.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+from typing_extensions import Annotated
+
+# -- what a command reads ---------------------------------------------------------------------
+Inputs = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
+Corpus = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl or .parquet of long documents.", show_default=False)]
+TrainingData = Annotated[List[str], typer.Argument(help="Training data (see the command's help for the formats).", show_default=False)]
+TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
+IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Id field/column (default: 'id' when present, else the row number).")]
+LabelColumn = Annotated[str, typer.Option("--label-column", help="Label field / column.")]
+Glob = Annotated[Optional[str], typer.Option("--glob", "-g", help="Only files in folders matching this pattern, e.g. '*.txt'.")]
+EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
+InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
+
+# -- the model and where it runs --------------------------------------------------------------
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled model name (see `lfcli models`) or checkpoint folder.")]
+# finetune also trains on from an adapter or a bundled task model.
+BaseModel = Annotated[Optional[str], typer.Option("--model", "-m", help="Base model: bundled name (see `lfcli models`) or checkpoint folder (default: the bundled base). A LoRA adapter folder or bundled task model is trained on from where it stands.")]
+MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]
+# finetune qa trains on shorter windows than it reads with (a question and its passage).
+TrainingMaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: qa 256, others the model's positions).")]
+Device = Annotated[str, typer.Option("--device", "-d", help="auto (CUDA when there is a GPU, else cpu), cpu, cuda, cuda:1, ...")]
+Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a CPU with native bf16, else float32; `lfcli --version --verbose` says which), float32, bfloat16 or float16.")]
+Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
+Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
+Quiet = Annotated[bool, typer.Option("--quiet", help="No progress, messages or summary on stderr.")]
+
+# -- a task's job: rows to a file (classify, qa, embed, corefs) --------------------------------
+Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json, .parquet, or .html for a page to read in a browser (classify, qa, corefs) (default: JSONL on stdout).")]
+Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file (and an unfinished run's rows).")]
+Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: keep the output's rows, skip their ids.")]
+OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on; fail: stop at the first bad document.")]
+BatchSize = Annotated[int, typer.Option("--batch-size", "-b", help="Most windows per batch.")]
+MaxTokens = Annotated[int, typer.Option("--max-tokens", "-t", help="Token budget per batch (longest window x batch size).")]
+RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
+# Help texts go through rich markup, where "[ray]" is a style tag and vanishes: "\\[" keeps it.
+Engine = Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data over a Parquet dataset, writing -o FOLDER/; pip install 'lfcli\\[ray]').")]
+RayAddress = Annotated[Optional[str], typer.Option("--ray-address", help="--engine ray: the cluster to join (e.g. auto, or HOST:6379; default $RAY_ADDRESS, else a local instance).")]
+Workers = Annotated[Optional[int], typer.Option("--workers", help="--engine ray: model actors (default: as many as the free resources hold, one CPU kept for reading and writing).")]
+GpusPerWorker = Annotated[Optional[float], typer.Option("--gpus-per-worker", help="--engine ray: GPUs per actor (default 1 when the cluster has GPUs, else 0; 0.5 puts two actors on a GPU).")]
+CpusPerWorker = Annotated[Optional[float], typer.Option("--cpus-per-worker", help="--engine ray: CPUs per actor, also its torch threads (default 1).")]
+
+# -- one file or folder written whole (show, plot, convert, merge, average) ---------------------
+# show's -o: typer does not require it, so that its absence is show's own one-line usage error.
+Page = Annotated[Optional[str], typer.Option("--output", "-o", help="The page to write: NAME.html (required).")]
+Image = Annotated[Optional[str], typer.Option("--output", "-o", help="Image to write: .png, .svg or .pdf (default: RUN_DIR/curve.png, the one training draws, redrawn; NAME.png for a metrics file NAME.jsonl).")]
+AveragedAdapter = Annotated[str, typer.Option("--output", "-o", help="Folder for the averaged adapter.")]
+OverwriteFile = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file.")]
+OverwriteFolder = Annotated[bool, typer.Option("--force", "-F", help="Write over an existing, non-empty output folder.")]
+
+# -- a training run: finetune and pretrain-continue ---------------------------------------------
+RunFolder = Annotated[str, typer.Option("--output", "-o", help="Folder for the best model so far, its resume state (train_state/) and metrics.jsonl.")]
+StartOver = Annotated[bool, typer.Option("--force", "-F", help="Start over: remove what an earlier run wrote to the output folder (model, train_state/, metrics), nothing else there.")]
+ResumeRun = Annotated[bool, typer.Option("--resume", "-r", help="Continue the interrupted run from the output folder's resume state, ending with the weights of an uninterrupted run; refused if the data or its options differ.")]
+MaxSteps = Annotated[Optional[int], typer.Option("--max-steps", help="Optimizer updates in all.")]
+Seed = Annotated[int, typer.Option("--seed", help="Seeds everything random in a run: the held-out split, a new head's initialisation, the data order, dropout and, in pretraining, the masks.")]
+
+# -- finetune ----------------------------------------------------------------------------------
+Validation = Annotated[Optional[List[str]], typer.Option("--validation", help="Validation data in the training data's format (default: held out from DATA).")]
+ValidationSplit = Annotated[float, typer.Option("--validation-split", help="Share of DATA held out for validation when --validation is not given (seeded).")]
+Epochs = Annotated[Optional[float], typer.Option("--epochs", help="Passes over the training data (default: classify 6, qa 2, corefs 16; --max-steps overrides it).")]
+FinetuneLr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (default with LoRA: 5e-4 classify, 1e-3 qa and corefs; 5e-5 full).")]
+BatchTokens = Annotated[Optional[int], typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches; default: classify and qa 16384, corefs 2048).", show_default=False)]
+Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
+LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]
+FinetuneFreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="With --adapter full: keep the base's embedding tables as they are (the trained model then differs from its base in the layers and head only).")]
+Delta = Annotated[bool, typer.Option("--delta", help="With --adapter full: write the weights as fp16 differences from the base model (a fraction of a full checkpoint; with --freeze-embeddings, the layers and head only).")]
+Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
+Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: classify 3, qa 2, corefs 6).", show_default=False)]
+Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
+ClassWeights = Annotated[str, typer.Option("--class-weights", help="auto: weigh classes by n / (k * n_class) in the loss; none.")]
+FirstWindowOnly = Annotated[bool, typer.Option("--first-window-only", help="Train on each document's first window only.")]
+Negatives = Annotated[float, typer.Option("--negatives", help="SQuAD JSON: chance that a question also trains on a no-answer window of another paragraph of its article.")]
+MaxEval = Annotated[int, typer.Option("--max-eval", help="Validation questions scored at each evaluation (CPU time).")]
+TrainIds = Annotated[Optional[str], typer.Option("--ids", help="Train only on the documents listed in this file (one id per line, e.g. LitBank's train.ids).")]
+ValidationIds = Annotated[Optional[str], typer.Option("--validation-ids", help="Validate on these documents (of --validation, else of DATA).")]
+Gap = Annotated[Optional[List[str]], typer.Option("--gap", help="GAP TSV files (A-coref/B-coref labels) whose rows also train the pronoun's antecedent.")]
+GapValidation = Annotated[Optional[str], typer.Option("--gap-validation", help="A GAP TSV scored at each evaluation; the best model then has the best mean of CoNLL F1 and GAP F1.")]
+FfnnSize = Annotated[Optional[int], typer.Option("--ffnn-size", help="Width of the coreference head's mention and antecedent layers (default 128).")]
+GapWeight = Annotated[Optional[float], typer.Option("--gap-weight", help="How much a GAP row's loss weighs against a training document's (default 0.2).")]
+
+# -- pretrain-continue -------------------------------------------------------------------------
+SequencesPerStep = Annotated[int, typer.Option("--batch-size", "-b", help="Sequences per step and process.")]
+GradAccum = Annotated[int, typer.Option("--grad-accum", help="Steps of gradient accumulation per update.")]
+PretrainLr = Annotated[float, typer.Option("--lr", help="Peak learning rate (the paper: 3e-5).")]
+WarmupSteps = Annotated[Optional[int], typer.Option("--warmup-steps", help="Linear warm-up updates, then power-3 polynomial decay (default: 6% of --max-steps, at most 500).")]
+WeightDecay = Annotated[float, typer.Option("--weight-decay")]
+MaskProb = Annotated[float, typer.Option("--mask-prob", help="Share of tokens masked (80% [MASK], 10% random, 10% kept).")]
+MaxGradNorm = Annotated[float, typer.Option("--max-grad-norm", help="Gradient clipping (0 turns it off).")]
+SaveEvery = Annotated[int, typer.Option("--save-every", help="Score the held-out set, keep the best model and rewrite the resume state every N updates (0: at the end only).")]
+MaxEvalSequences = Annotated[int, typer.Option("--max-eval-sequences", help="Cap on held-out sequences (CPU time).")]
+EvalFraction = Annotated[float, typer.Option("--eval-fraction", help="Share of documents held out for MLM loss / bits per token.")]
+GradientCheckpointing = Annotated[bool, typer.Option("--gradient-checkpointing", help="Recompute activations in the backward pass to save memory.")]
+PretrainFreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the base's embedding tables (and the output layer tied to them) as they are: the layers learn, and a fine-tune over the result stored with --delta needs no embedding table.")]
+
+# -- convert, show, plot -----------------------------------------------------------------------
+MaxPositions = Annotated[int, typer.Option("--max-positions", help="Tokens the long model takes.")]
+AttentionWindow = Annotated[int, typer.Option("--attention-window", help="Full window (even).")]
+Texts = Annotated[Optional[List[str]], typer.Option(
+    "--text", help="The job's inputs (files, folders, .jsonl, .parquet), read as the task read them; repeat for "
+                   "several (default: the inputs its job record names, when they are still there).")]
+Metric = Annotated[Optional[str], typer.Option("--metric", help="Evaluation field to draw, e.g. exact_match or accuracy (default: the task's score; bits per token for pretraining).")]
+Title = Annotated[Optional[str], typer.Option("--title", help="Title over both panels (default: RUN_DIR's name and the update reached).")]
