@@ -66,7 +66,7 @@ def main(argv=None) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import common
 
-    from lfcli.pipelines.train.classify import read_labelled
+    from lfcli.pipelines.tasks.classify.train import read_labelled
 
     if not args.data:
         xml = common.shared_data_dir() / "hyperpartisan" / "articles-training-byarticle-20181122.xml"

@@ -29,9 +29,9 @@ import common  # noqa: E402
 
 
 def litbank(pipe, docs, parts=None) -> dict:
-    from lfcli.pipelines.infer.coref_task import chain_spans
+    from lfcli.pipelines.tasks.corefs.task import chain_spans
     from lfcli.pipelines.io.readers import Document
-    from lfcli.pipelines.train.coref import score_clusters
+    from lfcli.pipelines.tasks.corefs.train import score_clusters
 
     t0 = time.perf_counter()
     rows = list(pipe.run([Document(d.id, d.text) for d in docs]))
@@ -48,7 +48,7 @@ def litbank(pipe, docs, parts=None) -> dict:
 def joined(docs, size: int):
     """The documents joined `size` to a document (blank lines between), gold chains shifted;
     and for each joined document the character ranges of its parts."""
-    from lfcli.pipelines.train.coref import CorefDocument
+    from lfcli.pipelines.tasks.corefs.train import CorefDocument
 
     out, parts = [], []
     for k in range(0, len(docs), size):
@@ -65,7 +65,7 @@ def joined(docs, size: int):
 
 def cross_part_share(rows, parts) -> float:
     """The share of predicted mentions that sit in a chain holding mentions of two parts."""
-    from lfcli.pipelines.infer.coref_task import chain_spans
+    from lfcli.pipelines.tasks.corefs.task import chain_spans
 
     total = crossing = 0
     for row, ranges in zip(rows, parts):
@@ -84,7 +84,7 @@ def main(argv=None) -> dict:
     p.add_argument("--link-threshold", type=float, default=None, help="override the model's link threshold")
     p.add_argument("--mention-threshold", type=float, default=None, help="override the model's mention threshold")
     p.add_argument("--no-pronoun-agreement", action="store_true",
-                   help="decode without the pronoun-agreement rule (pipelines/infer/coref_decode.py)")
+                   help="decode without the pronoun-agreement rule (pipelines/tasks/corefs/decode.py)")
     p.add_argument("--gap-rows", type=int, default=None, help="GAP validation rows (default all 454; quick 60; 0: skip GAP)")
     p.add_argument("--joined", type=int, default=0, metavar="N",
                    help="also score the dev documents joined N to a document (long documents of several novels: "
@@ -98,7 +98,7 @@ def main(argv=None) -> dict:
 
     import lfcli
     from lfcli.pipelines.eval.metrics import read_gap
-    from lfcli.pipelines.train.coref import gap_evaluate, read_coref_documents
+    from lfcli.pipelines.tasks.corefs.train import gap_evaluate, read_coref_documents
 
     if args.threads:
         torch.set_num_threads(args.threads)

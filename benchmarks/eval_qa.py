@@ -1,7 +1,7 @@
 """Quality: extractive QA on held-out SQuAD articles, one paragraph and a whole article as context.
 
 The validation split is the one `lfcli finetune qa` holds out (whole articles, chosen by the
-seed, pipelines/train/qa.py split_by_article): no paragraph of these articles was trained on.
+seed, pipelines/tasks/qa/train.py split_by_article): no paragraph of these articles was trained on.
 Every question is asked twice, through `lfcli.Pipeline("qa")`, exactly as `lfcli qa` runs:
 
   paragraph  its own paragraph as the document (SQuAD's setting)
@@ -45,7 +45,7 @@ SQUAD = "squad/squad-v1.1-dev-minus-xquad.json"
 def article_records(records):
     """(article text, records re-anchored in it): paragraphs joined by blank lines, each
     answer offset moved by its paragraph's start."""
-    from lfcli.pipelines.train.qa import QARecord
+    from lfcli.pipelines.tasks.qa.train import QARecord
 
     by_article: dict[str, list] = {}
     for r in records:
@@ -67,7 +67,7 @@ def run(pipe, records) -> tuple[dict, float]:
     """(EM, F1, n, ECE, AUROC, share of scores >= 0.999 and of those right), seconds."""
     from lfcli.pipelines.eval.metrics import squad_f1, squad_scores
     from lfcli.pipelines.io.readers import Document
-    from lfcli.pipelines.train.qa import RIGHT_F1, auroc, expected_calibration_error
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, auroc, expected_calibration_error
 
     docs = [Document(r.id, r.context, fields={"question": r.question}) for r in records]
     t0 = time.perf_counter()
@@ -99,7 +99,7 @@ def fit(pipe, records) -> dict | None:
     import torch
 
     from lfcli.pipelines.eval.metrics import squad_f1
-    from lfcli.pipelines.train.qa import RIGHT_F1, calibrate, predict_cases
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, calibrate, predict_cases
 
     with torch.inference_mode():
         cases = predict_cases(pipe.model, pipe.task, records, pipe.model.config.pad_token_id)
@@ -147,7 +147,7 @@ def main(argv=None) -> dict:
         args.article_questions = 10 if args.quick else 300
 
     import lfcli
-    from lfcli.pipelines.train.qa import read_squad_json, split_by_article
+    from lfcli.pipelines.tasks.qa.train import read_squad_json, split_by_article
 
     data = Path(args.data) if args.data else common.shared_data_dir() / SQUAD
     if not data.is_file():

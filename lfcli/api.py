@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
+from lfcli.pipelines import registry
+
 
 def _documents(docs: Iterable[Any], empty_ok: bool = False) -> Iterator:
     from lfcli.pipelines.io.document import Document
@@ -49,9 +51,8 @@ def Pipeline(task: str, model: str | None = None, **options):
 
 
 def _run(task: str, docs, model, on_error: str = "skip", **options) -> list[dict]:
-    from lfcli.pipelines.infer.tasks import EMPTY_OK_TASKS
-
-    return list(Pipeline(task, model, **options).run(_documents(docs, task in EMPTY_OK_TASKS), on_error=on_error))
+    pipeline = Pipeline(task, model, **options)
+    return list(pipeline.run(_documents(docs, registry.get(task).empty_ok), on_error=on_error))
 
 
 def embed(docs, model: str | None = None, **options) -> list[dict]:

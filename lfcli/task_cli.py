@@ -6,11 +6,13 @@ a typo fails at once; `--engine ray` hands the same job to pipelines/infer/ray_e
 
 from __future__ import annotations
 
-from pathlib import Path
+import inspect
 from typing import Optional
 
 import typer
 from typing_extensions import Annotated
+
+from lfcli.pipelines import registry
 
 from .app import (
     Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
@@ -26,11 +28,11 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     from lfcli.pipelines.progress import progress_reporter
     from lfcli.pipelines.io.readers import inputs_with_field, iter_documents
     from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
-    from lfcli.pipelines.infer.tasks import EMPTY_OK_TASKS
     from lfcli.pipelines.io.writers import open_writer
 
+    spec = registry.get(task)
     read, job, pipe_opts = _job(model, options)
-    pipe_opts.update(task_opts)
+    pipe_opts.update(spec.parse(task_opts))
     job["engine"] = _engine(options)
     quiet = options["quiet"]
     resume, force, on_error = job["resume"], job["force"], job["on_error"]
@@ -40,8 +42,8 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         raise UsageError("--on-error must be skip or fail")
     # By its name alone: a Ray job's -o is a folder, which has no format of its own.
     page = output is not None and output.lower().endswith(".html")
-    if page and task == "embed":
-        raise UsageError("embed rows are vectors: there is no page for them; use -o with .jsonl, .json or .parquet")
+    if page and spec.page is None:
+        raise UsageError(f"{spec.no_page or f'{task} rows'}: there is no page for them; use -o with .jsonl, .json or .parquet")
     if page and job["engine"] is not None and job["engine"].engine == "ray":
         raise UsageError("--engine ray writes a Parquet folder, not a page: run it, then `lfcli show FOLDER --text ...`")
     if job.get("engine") is not None and job["engine"].engine == "ray":
@@ -50,22 +52,18 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet)
         return
     # Every option first, then inputs and output, then the model: a typo fails in a blink.
-    check_options(
-        task, device=pipe_opts["device"], dtype=pipe_opts["dtype"], attention_backend=pipe_opts["attention_backend"],
-        max_length=pipe_opts["max_length"], batch_size=pipe_opts["batch_size"], max_tokens=pipe_opts["max_tokens"],
-        global_policy=pipe_opts["global_policy"], labels=pipe_opts.get("labels"),
-        temperature=pipe_opts.get("temperature", 0.05), top_k=pipe_opts.get("top_k", 1), pooling=pipe_opts.get("pooling"),
-    )
+    check_options(task, **{k: v for k, v in pipe_opts.items() if k != "model"})
     question = pipe_opts.get("question")
+    name = model_name(task, pipe_opts["model"], pipe_opts)
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
-        window_tokenizer(task, model_name(task, pipe_opts["model"], pipe_opts.get("labels")), pipe_opts["max_length"], question)
-    docs = iter_documents(inputs, **read, empty_ok=task in EMPTY_OK_TASKS)
-    if task == "qa":  # no question anywhere: one usage error, not an error row per document
+        window_tokenizer(task, name, pipe_opts["max_length"], question)
+    docs = iter_documents(inputs, **read, empty_ok=spec.empty_ok)
+    if spec.question:  # no question anywhere: one usage error, not an error row per document
         check_questions(question, question is not None or inputs_with_field(
             inputs, "question", glob=read["glob"], input_format=read["input_format"]))
     first_error = None
     # What made the output: --resume must be the same job.
-    record = job_record(task, model_name(task, pipe_opts.get("model"), pipe_opts.get("labels")), inputs, read, pipe_opts)
+    record = job_record(task, name, inputs, read, pipe_opts)
     draw = None
     if page:  # the page shows the rows over their texts: keep every text read, resumed ones too
         docs, draw = _page_of(task, docs, record, output)
@@ -172,85 +170,27 @@ def _shared_options(
 job_options = options_after(_shared_options)
 
 
-def _parse_labels(labels: str | None, labels_file: str | None) -> list[tuple[str, str]] | None:
-    from lfcli.pipelines.errors import InputError, UsageError
-
-    if labels and labels_file:
-        raise UsageError("give --labels or --labels-file, not both")
-    if labels is not None:
-        out = [(x.strip(), "") for x in labels.split(",") if x.strip()]
-    elif labels_file is not None:
-        try:
-            lines = Path(labels_file).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{labels_file}: cannot read the labels file ({exc})") from None
-        out = []
-        for line in lines:
-            if line.strip() and not line.lstrip().startswith("#"):
-                name, _, desc = line.partition(":")
-                out.append((name.strip(), desc.strip()))
-    else:
-        return None
-    return out  # how many there must be is the runner's check_options' business
+def _typer_option(option: registry.Option) -> inspect.Parameter:
+    """A task's own option (plain data in its home) as the typer parameter of its command."""
+    kind = option.type if option.default is not None else Optional[option.type]
+    return inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option.default,
+                             annotation=Annotated[kind, typer.Option(*option.flags, help=option.help)])
 
 
-@app.command()
-@guarded
-@job_options
-def classify(
-    inputs: Inputs,
-    output: Output = None,
-    model: Model = None,
-    labels: Annotated[Optional[str], typer.Option("--labels", help="Zero-shot: comma-separated labels, e.g. 'sports,politics,science'.")] = None,
-    labels_file: Annotated[Optional[str], typer.Option("--labels-file", help="Zero-shot: one label per line, optionally 'label: description'.")] = None,
-    temperature: Annotated[float, typer.Option("--temperature", help="Zero-shot softmax temperature over cosine similarities.")] = 0.05,
-    *, options: dict,
-):
-    """Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed)."""
-    parsed = _parse_labels(labels, labels_file)
-    zero_shot = {} if parsed is None else {"labels": parsed, "temperature": temperature}
-    _run_task("classify", inputs, output, model, options, **zero_shot)
+def task_command(spec: registry.TaskSpec):
+    """`lfcli TASK INPUT... [-o OUT] [-m MODEL] [its own options] [the shared options]`: one
+    command per registered task, its options from its home."""
+
+    def command(inputs: Inputs, output: Output = None, model: Model = None, *, options: dict, **task_opts):
+        _run_task(spec.name, inputs, output, model, options, **task_opts)
+
+    # INPUT first, then -o and -m, then the task's own options (the shared ones: job_options)
+    first = list(inspect.signature(command, eval_str=True).parameters.values())[:3]
+    command.__signature__ = inspect.Signature(first + [_typer_option(o) for o in spec.options])
+    command.__name__ = spec.name.replace("-", "_")
+    command.__doc__ = spec.summary
+    return app.command(spec.name)(guarded(job_options(command)))
 
 
-@app.command()
-@guarded
-@job_options
-def qa(
-    inputs: Inputs,
-    question: Annotated[Optional[str], typer.Option("--question", "-q", help="The question (else each record's 'question' field).")] = None,
-    top_k: Annotated[int, typer.Option("--top-k", "-k", help="How many answers per document.")] = 1,
-    output: Output = None, model: Model = None,
-    *, options: dict,
-):
-    """Answer a question from each document: id, question, answer, start, end, score."""
-    _run_task("qa", inputs, output, model, options, question=question, top_k=top_k)
-
-
-@app.command()
-@guarded
-@job_options
-def embed(
-    inputs: Inputs,
-    output: Output = None, model: Model = None,
-    pooling: Annotated[Optional[str], typer.Option("--pooling", help="mean or cls (default: the model's, else mean).")] = None,
-    normalize: Annotated[Optional[bool], typer.Option("--normalize/--no-normalize", help="L2-normalise (default: the model's, else yes).")] = None,
-    *, options: dict,
-):
-    """Document vectors: id, embedding, n_tokens."""
-    _run_task("embed", inputs, output, model, options, pooling=pooling, normalize=normalize)
-
-
-@app.command()
-@guarded
-@job_options
-def corefs(
-    inputs: Inputs,
-    output: Output = None, model: Model = None,
-    singletons: Annotated[bool, typer.Option("--singletons", help="Also report entities mentioned once (chains of one mention).")] = False,
-    *, options: dict,
-):
-    """Coreference chains: id, chains, each {name, mentions}: its representative name (most frequent
-    proper name, else most frequent other mention; null for pronouns only) and its {start, end,
-    text} character spans. Whole books: one chain per character (chains never join two names
-    that cannot be one person; far-apart chains join by name)."""
-    _run_task("corefs", inputs, output, model, options, singletons=singletons)
+for _name in registry.tasks("infer"):
+    task_command(registry.get(_name))

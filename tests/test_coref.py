@@ -14,16 +14,15 @@ import torch
 from checkpoints import make_checkpoint
 from lfcli.models import LongformerConfig, LongformerForCoreference
 from lfcli.pipelines.io.readers import Document
-from lfcli.pipelines.infer.coref_decode import decode_clusters, pronoun_kind, words_of
-from lfcli.pipelines.infer.coref_entities import Mention, Profile
-from lfcli.pipelines.infer.coref_task import CorefTask
+from lfcli.pipelines.tasks.corefs.decode import decode_clusters, pronoun_kind, words_of
+from lfcli.pipelines.tasks.corefs.entities import Mention, Profile
+from lfcli.pipelines.tasks.corefs.task import CorefTask
 from lfcli.pipelines.infer.tasks import predict_rows
 from lfcli.pipelines.infer.tokenize import DocumentTokenizer, token_span
-from lfcli.pipelines.train.coref import (
+from lfcli.pipelines.tasks.corefs.train import (
     CorefTrainTask,
     coref_loss,
     read_coref_documents,
-    setup_corefs,
 )
 
 TEXT = ("Elizabeth walked to Netherfield . She said that he would come back before the winter . "
@@ -281,7 +280,7 @@ def test_loss_goes_down_and_the_model_learns_the_clusters(coref_dir):
     model = tiny_model(coref_dir, top_lambda=0.4)
     config = model.config
     tok = DocumentTokenizer.from_folder(coref_dir, 128)
-    from lfcli.pipelines.train.coref import CorefDocument, window_examples
+    from lfcli.pipelines.tasks.corefs.train import CorefDocument, window_examples
 
     doc = CorefDocument("d", TEXT, GOLD)
     task = CorefTrainTask(CorefTask(tok, "none", singletons=True), config.pad_token_id, model.max_span_width, [doc])
@@ -384,8 +383,6 @@ def test_finetune_corefs_end_to_end(base_dir, tmp_path):
     from lfcli.pipelines.infer.runner import Pipeline
     from lfcli.pipelines.train.loop import TrainConfig
 
-    if "corefs" not in F.TASKS:
-        F.TASKS["corefs"] = setup_corefs  # until finetune registers it
     data = conll_split(tmp_path, train=["d0", "d1"], dev=["d2"])
     out = tmp_path / "out"
     config = TrainConfig(max_steps=8, lr=5e-3, batch_tokens=64, eval_every=4, log_every=1, patience=None)
@@ -465,7 +462,7 @@ GAP_ROWS = [
 
 
 def test_gap_rows_become_partially_annotated_documents(tmp_path):
-    from lfcli.pipelines.train.coref import gap_documents
+    from lfcli.pipelines.tasks.corefs.train import gap_documents
 
     docs, problems = gap_documents(str(gap_file(tmp_path / "gap.tsv", GAP_ROWS)))
     assert problems == [] and [d.id for d in docs] == ["gap:g1", "gap:g2", "gap:g3"] and all(d.partial for d in docs)
@@ -515,7 +512,7 @@ def test_finetune_corefs_with_gap_signal_and_combined_selection(base_dir, tmp_pa
 
 def test_gap_weight_sets_what_a_gap_window_weighs(base_dir, tmp_path):
     from lfcli.pipelines.errors import UsageError
-    from lfcli.pipelines.train.coref import setup_corefs
+    from lfcli.pipelines.tasks.corefs.train import setup_corefs
 
     data = conll_split(tmp_path, train=["d0"], dev=["d1"])
     gap_train = gap_file(tmp_path / "gap-train.tsv", GAP_ROWS)

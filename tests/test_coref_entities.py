@@ -1,4 +1,4 @@
-"""The rules that keep two people apart (pipelines/infer/coref_entities.py) and the document
+"""The rules that keep two people apart (pipelines/tasks/corefs/entities.py) and the document
 merge that uses them (coref_task.DocumentEntities): each rule on its own, then windows of a
 made-up story joined with and without them."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from lfcli.pipelines.infer.coref_entities import (
+from lfcli.pipelines.tasks.corefs.entities import (
     Mention, MentionReader, Name, Profile, genders_agree, names_compatible, pronouns_agree, proper_name, quote_spans,
     scene_breaks, speaker_and_narrated_agree, speakers_differ,
 )
-from lfcli.pipelines.infer.coref_task import DocumentEntities
+from lfcli.pipelines.tasks.corefs.task import DocumentEntities
 
 
 def name(text: str) -> Name:
@@ -103,7 +103,7 @@ def reader_and_spans(text: str):
 
     words = [(m.start(), m.end()) for m in re.finditer(r"[\w.]+", text)]
     offsets = [(a, z - 1) if text[z - 1] == "." and text[a:z] not in ("Mr.", "Mrs.") else (a, z) for a, z in words]
-    from lfcli.pipelines.infer.coref_entities import pronoun_kind
+    from lfcli.pipelines.tasks.corefs.entities import pronoun_kind
 
     pronouns = {(i, i): pronoun_kind(text[a:z]) for i, (a, z) in enumerate(offsets) if pronoun_kind(text[a:z])}
     index = {}
@@ -269,7 +269,7 @@ def test_chains_of_one_name_join_as_speaker_and_narrated():
 
 
 def test_only_peoples_names_tell_the_cast():
-    from lfcli.pipelines.infer.coref_task import named_people
+    from lfcli.pipelines.tasks.corefs.task import named_people
 
     text = "England was far. Teodor left England. He sailed."
     reader, at = reader_and_spans(text)

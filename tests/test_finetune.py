@@ -414,7 +414,7 @@ def test_cli_finetune_then_classify_and_qa(base, tmp_path):
 
 
 def test_hyperpartisan_xml_is_training_data(tmp_path):
-    from lfcli.pipelines.train.classify import read_labelled
+    from lfcli.pipelines.tasks.classify.train import read_labelled
 
     (tmp_path / "articles-x.xml").write_text(
         '<?xml version="1.0"?><articles><article id="1" title="A title"><p>First <a href="u">para</a>.</p><p>Second.</p></article>'
@@ -430,7 +430,7 @@ def test_hyperpartisan_xml_is_training_data(tmp_path):
 
 @pytest.mark.skipif(not (SHARED / "hyperpartisan").is_dir(), reason="needs ../shared/data/hyperpartisan (not in a user's clone)")
 def test_real_hyperpartisan_reads_645_labelled_articles():
-    from lfcli.pipelines.train.classify import read_labelled
+    from lfcli.pipelines.tasks.classify.train import read_labelled
 
     docs, problems = read_labelled([str(SHARED / "hyperpartisan" / "articles-training-byarticle-20181122.xml")])
     assert len(docs) + len(problems) == 645 and sum(d.label == "true" for d in docs) == 238
@@ -462,7 +462,7 @@ def test_labelled_data_from_parquet_and_label_folders(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from lfcli.pipelines.train.classify import read_labelled
+    from lfcli.pipelines.tasks.classify.train import read_labelled
 
     pq.write_table(pa.table({"body": ["a law text", "a story", None], "tag": ["law", "fiction", "law"]}), tmp_path / "t.parquet")
     docs, problems = read_labelled([str(tmp_path / "t.parquet")], text_column="body", label_column="tag")

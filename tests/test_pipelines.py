@@ -12,7 +12,7 @@ from lfcli.pipelines.errors import UsageError
 from lfcli.pipelines.infer.policies import check_policy, global_positions
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.infer.runner import Pipeline, check_options
-from lfcli.pipelines.infer.coref_task import CorefTask
+from lfcli.pipelines.tasks.corefs.task import CorefTask
 from types import SimpleNamespace
 from lfcli.pipelines.infer.tokenize import DocumentTokenizer, owned_ranges, plan_windows
 
@@ -209,7 +209,8 @@ def test_large_batches_of_mixed_lengths_bound_their_padding(encoder_dir):
 
 
 def test_embed_windows_overlap_only_when_short(tok):
-    from lfcli.pipelines.infer.tasks import NO_OVERLAP_FROM, EmbedTask, QATask
+    from lfcli.pipelines.tasks.embed.task import NO_OVERLAP_FROM, EmbedTask
+    from lfcli.pipelines.tasks.qa.task import QATask
 
     embed = EmbedTask(tok, "cls")
     assert embed.overlap(NO_OVERLAP_FROM) == embed.overlap(4094) == 0

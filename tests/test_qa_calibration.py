@@ -25,7 +25,7 @@ from lfcli.pipelines.infer.answers import (
     span_f1,
     span_rules,
 )
-from lfcli.pipelines.train.qa import auroc, calibrate, expected_calibration_error, fit_temperature
+from lfcli.pipelines.tasks.qa.train import auroc, calibrate, expected_calibration_error, fit_temperature
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,7 +1,7 @@
 """Which tokens get global attention (paper section 3.1: the task decides).
 
-Defaults per task: classify and embed the first token ([CLS] / <s>); qa the first token and
-every question token; corefs none. `--global` overrides with one of:
+Each task's home names its default (classify and embed the first token, [CLS] / <s>; qa the
+first token and every question token; corefs none). `--global` overrides with one of:
   none | cls | question | sentence-starts | paragraph-starts | regex:PATTERN
 A policy turns one window into the list of its global positions.
 """
@@ -15,7 +15,6 @@ from ..errors import UsageError
 from .tokenize import Window
 
 POLICIES = ("none", "cls", "question", "sentence-starts", "paragraph-starts", "regex:PATTERN")
-TASK_DEFAULTS = {"classify": "cls", "embed": "cls", "qa": "question", "corefs": "none"}
 
 # A sentence starts after ., ! or ? (optionally closed by quotes/brackets) and white space.
 _SENTENCE_BREAK = re.compile(r"[.!?][\"')\]]*\s+")

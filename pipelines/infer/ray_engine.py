@@ -49,8 +49,8 @@ from ..progress import note
 from ..io.inputs import ReadOptions
 from ..io.parquet_reader import parquet_plan, parquet_row_document
 from ..io.readers import ENCODING_ERRORS, Document, detect_format, walk_folder
+from .. import registry
 from .runner import Stats, check_options, check_questions, model_name
-from .tasks import EMPTY_OK_TASKS
 from ..wording import plural
 
 ENGINES = ("local", "ray")
@@ -553,13 +553,14 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     Manifest.check(output)
     device = pipe_opts.get("device", "auto")
     # the driver may have no GPU where the workers do: their device is checked in the pool
+    spec = registry.get(task, "infer")
     check_options(task, **{**_check_args(pipe_opts), "device": "cpu" if device.startswith("cuda") else device})
-    reader = reader_options(read, empty_ok=task in EMPTY_OK_TASKS)
+    reader = reader_options(read, empty_ok=spec.empty_ok)
     ray = require_ray(starts_local=opts.ray_address is None and not os.environ.get("RAY_ADDRESS"))
     files = list_inputs(inputs, reader)
-    if task == "qa":
+    if spec.question:
         check_questions(pipe_opts.get("question"), any(f.question for f in files))
-    name = model_name(task, pipe_opts.get("model"), pipe_opts.get("labels"))
+    name = model_name(task, pipe_opts.get("model"), pipe_opts)
     header = {"lfcli": "ray-engine/1", "job": job_record(task, name, inputs, read, pipe_opts)}
     manifest = Manifest.open(output, header, job["resume"], job["force"])
     already = manifest.rows
@@ -598,10 +599,9 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
 
 
 def _check_args(pipe_opts: dict) -> dict:
-    names = ("dtype", "attention_backend", "max_length", "batch_size", "max_tokens", "labels", "temperature", "top_k", "pooling")
-    args = {name: pipe_opts[name] for name in names if name in pipe_opts}
-    args["global_policy"] = pipe_opts.get("global_policy")
-    return args
+    """The Pipeline's options check_options takes: all but the model (and the device, which the
+    caller sets)."""
+    return {name: value for name, value in pipe_opts.items() if name not in ("model", "device")}
 
 
 def _run_group(ray, task, files, reader, group, manifest: Manifest, on_error, actor_opts, workers, gpus, cpus, tally: str):

@@ -20,19 +20,25 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import InputError, UsageError
-from .policies import TASK_DEFAULTS, check_policy
-from .precision import DTYPES, resolve_dtype
-from ..progress import note
-from ..io.readers import Document
-from .tasks import (
-    TASKS, ClassifyTask, EmbedTask, Item, Prepared, QATask, Task, ZeroShotClassifyTask, batch_tensors,
-)
-from .coref_task import CorefTask
-from .tokenize import DocumentTokenizer
-from ..wording import plural
+import torch
 
-POOLINGS = ("mean", "cls")
+from lfcli.models import ARCHITECTURES, BACKEND_ENV_VAR, BackendUnavailable, MissingHead, resolve_backend
+from lfcli.models.bundled import DEFAULT_MODEL, default_model, resolve_model
+from lfcli.models.heads import ENCODER, architecture_of_task, head_of_task
+from lfcli.models.registry import tokenizer_folder
+
+from .. import registry
+from ..errors import InputError, UsageError
+from ..io.readers import Document
+from ..progress import note
+from ..registry import TaskSpec
+from ..wording import plural
+from .catalog import announce_build
+from .policies import check_policy
+from .precision import DTYPES, resolve_dtype
+from .tasks import Item, Prepared, Task, batch_tensors
+from .tokenize import DocumentTokenizer
+
 # Windows shorter than this are legal but slow: a long document becomes thousands of calls.
 SHORT_WINDOW = 64
 
@@ -40,8 +46,6 @@ SHORT_WINDOW = 64
 def resolve_device(device: str):
     """"auto" -> cuda when torch has a GPU, else cpu; any other name is checked against this
     machine, so a missing GPU is a usage error before anything loads."""
-    import torch
-
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -62,8 +66,6 @@ def resolve_device(device: str):
 def check_backend(attention_backend: str | None, device) -> None:
     """Refuse an unknown or impossible attention backend (the option's, else the environment
     variable's) as a usage error; a checkpoint's own setting is checked once it is read."""
-    from lfcli.models import BACKEND_ENV_VAR, BackendUnavailable, resolve_backend
-
     chosen = attention_backend or os.environ.get(BACKEND_ENV_VAR)
     if not chosen:
         return
@@ -84,62 +86,56 @@ def check_options(
     batch_size: int = 8,
     max_tokens: int = 16384,
     global_policy: str | None = None,
-    labels: list[tuple[str, str]] | None = None,
-    temperature: float = 0.05,
-    top_k: int = 1,
-    pooling: str | None = None,
+    **options,
 ):
-    """Every option a Pipeline takes, checked without loading anything big; returns the
-    torch device. The CLI calls it before reading inputs, Pipeline before loading the model."""
-    if task not in TASKS:
-        raise UsageError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    """Every option a Pipeline takes, checked without loading anything big: the shared ones
+    here, the task's own (`options`) by its home's `check`; returns the torch device. The CLI
+    calls it before reading inputs, Pipeline before loading the model."""
+    spec = registry.get(task, "infer")
+    unknown = sorted(set(options) - {o.name for o in spec.options})
+    if unknown:
+        raise UsageError(f"{task} takes no option {unknown[0]!r}")
     if batch_size < 1 or max_tokens < 1:
         raise UsageError("--batch-size and --max-tokens must be positive")
     if max_length is not None and max_length < 1:
         raise UsageError("--max-length must be positive")
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: choose auto, float32, bfloat16 or float16")
-    if pooling is not None and pooling not in POOLINGS:
-        raise UsageError(f"--pooling {pooling!r}: choose mean or cls")
-    if top_k < 1:
-        raise UsageError("--top-k must be at least 1")
+    spec.check(options)
     if global_policy is not None:
         check_policy(global_policy)
-    if labels is not None:
-        names = [name for name, _ in labels]
-        if len(names) < 2:
-            given = f" (got only {names[0]!r})" if names else ""
-            raise UsageError(f"zero-shot classify needs two labels or more{given}: with one label every document scores 1.0")
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise UsageError(f"label {repeated[0]!r} is given more than once")
-        if not temperature > 0:
-            raise UsageError("--temperature must be positive")
     torch_device = resolve_device(device)
     check_backend(attention_backend, torch_device)
     return torch_device
 
 
-def _check_room(tok: DocumentTokenizer, task: str, question: str | None) -> None:
+def _check_room(tok: DocumentTokenizer, spec: TaskSpec, question: str | None) -> None:
     """Refuse a window length (tok.max_length) with no room for document tokens beside the
-    task's special tokens and (qa) the question, which may fill at most half a window."""
-    template = tok.pair if task == "qa" else tok.single
+    task's special tokens and (a task with questions) the question, which may fill at most
+    half a window."""
+    template = tok.pair if spec.question else tok.single
     special = len(template.prefix) + len(template.middle) + len(template.suffix)
-    q = len(tok.encode(question).ids) if task == "qa" and question else 0
-    need = max(special + max(q, int(task == "qa")) + 1, 2 * q)
+    q = len(tok.encode(question).ids) if spec.question and question else 0
+    need = max(special + max(q, int(spec.question)) + 1, 2 * q)
     if tok.max_length < need:
         what = plural(special, "special token") + (
-            f" and a {q}-token question (at most half a window)" if q else " and a question" if task == "qa" else "")
+            f" and a {q}-token question (at most half a window)" if q else " and a question" if spec.question else "")
         raise UsageError(f"windows of {plural(tok.max_length, 'token')} leave no room for the document beside {what}; "
                          f"use --max-length {need} or more")
 
 
-def model_name(task: str, model: str | None, labels: list | None = None) -> str:
-    """The model a job runs: -m, else the task's bundled trained model (qa, corefs), else the
-    bundled base (embed, and classify zero-shot)."""
-    from lfcli.models.bundled import DEFAULT_MODEL, default_model
+def model_name(task: str, model: str | None, options: dict | None = None) -> str:
+    """The model a job runs: -m, else the task's bundled trained model, else the bundled base
+    (embed; and zero-shot classify, which runs the base's bare encoder)."""
+    if model:
+        return model
+    return DEFAULT_MODEL if registry.get(task).bare_encoder(options or {}) else default_model(task)
 
-    return model or (DEFAULT_MODEL if task == "classify" and labels is not None else default_model(task))
+
+def model_class(task: str, options: dict) -> str:
+    """The checkpoint class a job loads: the one with the task's head (none: the bare
+    encoder), or the bare encoder when the task says so for these options."""
+    return ENCODER if registry.get(task).bare_encoder(options) else architecture_of_task(task)
 
 
 def window_tokenizer(task: str, name: str, max_length: int | None, question: str | None):
@@ -147,16 +143,11 @@ def window_tokenizer(task: str, name: str, max_length: int | None, question: str
     are known). A max_length too short for the task's special tokens and question is refused
     (UsageError) from the tokenizer alone: before the weights load, and in the CLI before any
     input is read."""
-    from lfcli.models.bundled import resolve_model
-    from lfcli.models.registry import tokenizer_folder
-
-    from .catalog import announce_build
-
     announce_build(name)
     folder = resolve_model(name)
     tokenizer = DocumentTokenizer.from_folder(tokenizer_folder(folder), max_length or 0)
     if max_length is not None:
-        _check_room(tokenizer, task, question)
+        _check_room(tokenizer, registry.get(task), question)
     return folder, tokenizer
 
 
@@ -208,26 +199,16 @@ class Pipeline:
         global_policy: str | None = None,
         chunk_docs: int = 64,
         chunk_seconds: float = 5.0,
-        labels: list[tuple[str, str]] | None = None,
-        temperature: float = 0.05,
-        question: str | None = None,
-        top_k: int = 1,
-        pooling: str | None = None,
-        normalize: bool | None = None,
-        singletons: bool = False,
+        **options,  # the task's own (its home's OPTIONS): labels, question, top_k, pooling, ...
     ):
-
-        from lfcli.models import ARCHITECTURES, MissingHead, resolve_backend
-        from lfcli.models.heads import ENCODER, architecture_of_task, head_of_task
-
         torch_device = check_options(
             task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
-            batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, labels=labels,
-            temperature=temperature, top_k=top_k, pooling=pooling,
+            batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, **options,
         )
-        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, labels), max_length, question)
-        zero_shot = task == "classify" and labels is not None
-        class_name = ENCODER if zero_shot else architecture_of_task(task)
+        spec = registry.get(task)
+        question = options.get("question")
+        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, options), max_length, question)
+        class_name = model_class(task, options)
         try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
                 self.folder, dtype=resolve_dtype(dtype, torch_device), device=torch_device
@@ -247,26 +228,11 @@ class Pipeline:
         preferred = (config.extra.get("lfcli") or {}).get("default_max_length")
         self.max_length = min(max_length or preferred or limit, limit)
         self.tokenizer = DocumentTokenizer(tokenizer.tokenizer, self.max_length)
-        _check_room(self.tokenizer, task, question)
+        _check_room(self.tokenizer, spec, question)
         if self.max_length < SHORT_WINDOW:
             note(f"windows of {self.max_length} tokens (the model takes {limit}): a long document becomes "
                  "many small model calls, which is slow")
-        policy = global_policy or TASK_DEFAULTS[task]
-        lfcli_meta = config.extra.get("lfcli", {})
-        embed_opts = {
-            "pooling": pooling or lfcli_meta.get("pooling", "mean"),
-            "normalize": lfcli_meta.get("normalize", True) if normalize is None else normalize,
-        }
-        if zero_shot:
-            self.task: Task = ZeroShotClassifyTask(self.tokenizer, policy, labels, temperature, **embed_opts)
-        elif task == "classify":
-            self.task = ClassifyTask(self.tokenizer, policy)
-        elif task == "embed":
-            self.task = EmbedTask(self.tokenizer, policy, **embed_opts)
-        elif task == "qa":
-            self.task = QATask(self.tokenizer, policy, question=question, top_k=top_k)
-        else:
-            self.task = CorefTask(self.tokenizer, policy, singletons=singletons)
+        self.task: Task = spec.runner(self.tokenizer, global_policy or spec.global_policy, config, options)
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.chunk_docs, self.chunk_seconds = chunk_docs, chunk_seconds
         self.stats = Stats()
@@ -277,8 +243,6 @@ class Pipeline:
         return batch_tensors(items, self.model.config.pad_token_id, self.device)
 
     def _forward(self, items: list[Item]) -> list[Any]:
-        import torch
-
         with torch.inference_mode():
             results = self.task.forward(self.model, self._tensors(items), items)
         return [self._to_cpu(r) for r in results]

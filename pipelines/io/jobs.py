@@ -28,16 +28,14 @@ import hashlib
 import json
 from pathlib import Path
 
+from .. import registry
 from ..errors import InputError, UsageError
 
 JOB_KEY = "lfcli.job"  # Parquet schema metadata key
 SIDECAR_SUFFIX = ".lfcli-job.json"  # JSONL / JSON outputs: OUT + this
-#: The Pipeline options that change rows, and the flags users know them by.
-ROW_OPTIONS = {
-    "max_length": "--max-length", "global_policy": "--global", "dtype": "--dtype", "labels": "--labels",
-    "temperature": "--temperature", "question": "--question", "top_k": "--top-k", "pooling": "--pooling",
-    "normalize": "--normalize", "singletons": "--singletons",
-}
+#: The Pipeline's shared options that change rows, and the flags users know them by; every one
+#: of a task's own options (its home's OPTIONS) changes rows too.
+ROW_OPTIONS = {"max_length": "--max-length", "global_policy": "--global", "dtype": "--dtype"}
 READ_OPTIONS = {"text_column": "--text-column", "id_column": "--id-column", "glob": "--glob",
                 "encoding_errors": "--encoding-errors", "input_format": "--input-format"}
 
@@ -64,12 +62,6 @@ def model_fingerprint(name: str) -> str | None:
     return digest.hexdigest()[:16]
 
 
-# The form of each task's rows, when it is not the first: output of another form is never
-# resumed (the two would be mixed in one file). corefs 2: chains of {name, mentions}, where
-# form 1 had clusters (lists of mentions).
-ROW_FORMS = {"corefs": 2}
-
-
 def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: dict) -> dict:
     """The record of a job (see the module doc) running model `name` (infer.runner.model_name:
     -m or the task's default), as JSON would give it back."""
@@ -77,10 +69,12 @@ def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: d
 
     options = {flag: read.get(key) for key, flag in READ_OPTIONS.items()}
     options.update({flag: pipe_opts[key] for key, flag in ROW_OPTIONS.items() if key in pipe_opts})
+    spec = registry.get(task)
+    options.update({o.flags[0].split("/")[0]: pipe_opts[o.name] for o in spec.options if o.name in pipe_opts})
     record = {"command": task, "model": name, "model_fingerprint": model_fingerprint(name), "options": options,
               "inputs": [str(p) for p in inputs], "written_by": f"lfcli {version('lfcli')}"}
-    if task in ROW_FORMS:
-        record["row_form"] = ROW_FORMS[task]
+    if spec.row_form != 1:  # the form of its rows, when not the first: another form is never resumed
+        record["row_form"] = spec.row_form
     return json.loads(json.dumps(record))  # labels' tuples as lists, as a stored record has them
 
 

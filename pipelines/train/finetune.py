@@ -28,11 +28,9 @@ from lfcli.models.checkpoint import TOKENIZER_FILES, copy_tokenizer_files
 from lfcli.models.delta import DELTA_WEIGHTS
 
 from ..errors import InputError, UsageError
-from ..infer.tasks import LABELLED_TASKS
-from .coref import setup_corefs
-from .setups import MIN_TRAIN_LENGTH, Setup, fingerprint_of, report_skipped, training_tokenizer
+from .. import registry
+from .setups import MIN_TRAIN_LENGTH
 from .loop import TrainConfig, TrainingRun, train
-from ..wording import plural
 
 # What a run writes to DIR (removed by --force before a new run; nothing else there is).
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", DELTA_WEIGHTS,
@@ -252,8 +250,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     from ..infer.policies import check_policy
 
     # Every option before any data is read: a typo must not cost the minutes of reading a data set.
-    if task not in LABELLED_TASKS:
-        raise UsageError(f"unknown task {task!r}; choose one of {', '.join(LABELLED_TASKS)}")
+    spec = registry.get(task, "finetune")
     if adapter not in ADAPTERS:
         raise UsageError(f"--adapter {adapter!r}: choose {' or '.join(ADAPTERS)}")
     if freeze_embeddings and adapter != "full":
@@ -283,7 +280,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
     lora_rank = lora_rank or 16
     with TrainingRun("finetune", out, folder, device=str(torch_device), resume=resume, force=force, files=MODEL_FILES,
                      sink=log) as run:
-        setup = TASKS[task](folder=folder, data=data, validation=validation, validation_split=validation_split,
+        setup = spec.finetune(folder=folder, data=data, validation=validation, validation_split=validation_split,
                             max_length=max_length, global_policy=global_policy, seed=config.seed, say=run.say,
                             **task_options)
         run.clear()
@@ -307,81 +304,3 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
                         progress=progress)
     return {"output": str(out), "task": task, "base_model": base, **setup.note, **summary}
 
-
-# -- the tasks' set-ups (corefs': coref.py) ------------------------------------------------
-def setup_qa(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy, seed: int,
-             say, negatives: float = 0.5, max_eval: int | None = 1000, **_) -> Setup:
-    """QA: windows of 256 tokens by default (SQuAD paragraphs mostly fit; the dense
-    attention path is exact and fastest there); validation = whole held-out articles."""
-    from lfcli.models import LongformerConfig
-
-    from ..infer.policies import check_policy
-    from ..infer.tasks import QATask
-    from .qa import QATrainTask, read_qa_records, split_by_article
-
-    records, problems = read_qa_records(data)
-    report_skipped(problems, "training record", say)
-    if not records:
-        raise InputError("no usable question-answer records in the training data")
-    if validation:
-        val, val_problems = read_qa_records(validation)
-        report_skipped(val_problems, "validation record", say)
-        train_records = records
-    else:
-        train_records, val = split_by_article(records, validation_split, seed)
-    tok, length = training_tokenizer(folder, max_length, 256)
-    qa = QATask(tok, check_policy(global_policy or "question"))
-    pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
-    task = QATrainTask(qa, pad, val, max_eval=max_eval)
-    counts = task.build(train_records, negatives, seed)
-    say(f"{plural(counts['questions'], 'training question')} -> {plural(counts['windows'], 'window')} "
-        f"({counts['no_answer_windows']} without the answer, {counts['distractors']} from other paragraphs); "
-        f"{plural(len(val), 'validation question')} from {plural(len({r.article for r in val}), 'held-out article')}")
-    # Inference in windows of the training length: on held-out whole articles, 256-token
-    # windows gave F1 64 where 4096-token ones gave 38 (README, Quality).
-    note = {"default_max_length": length, "train_questions": counts["questions"], "validation_questions": len(val),
-            "validation_articles": sorted({r.article for r in val})}
-    return Setup("qa", task, None, length, fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives]),
-                 note)
-
-
-def setup_classify(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
-                   seed: int, say, text_column: str = "text", label_column: str = "label", id_column: str | None = None,
-                   class_weights: str = "auto", first_window_only: bool = False, **_) -> Setup:
-    """classify: windows of up to the model's positions, validation stratified by label."""
-    from lfcli.models import LongformerConfig
-
-    from ..infer.policies import check_policy
-    from ..infer.tasks import ClassifyTask
-    from .classify import ClassifyTrainTask, auto_class_weights, check_labels, read_labelled, stratified_split
-
-    if class_weights not in ("auto", "none"):
-        raise UsageError(f"--class-weights {class_weights!r}: choose auto or none")
-    docs, problems = read_labelled(data, text_column, label_column, id_column)
-    report_skipped(problems, "training document", say)
-    if validation:
-        val, val_problems = read_labelled(validation, text_column, label_column, id_column)
-        report_skipped(val_problems, "validation document", say)
-        train_docs = docs
-    else:
-        train_docs, val = stratified_split(docs, validation_split, seed)
-    labels = check_labels(train_docs, val)
-    if not val:
-        raise UsageError("no validation documents: give --validation FILE or a --validation-split above 0")
-    tok, length = training_tokenizer(folder, max_length, 1 << 30)
-    task = ClassifyTask(tok, check_policy(global_policy or "cls"))
-    task.labels = labels
-    pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
-    weights = auto_class_weights(train_docs, labels) if class_weights == "auto" else None
-    trainer_task = ClassifyTrainTask(task, labels, pad, val, class_weights=weights)
-    counts = trainer_task.build(train_docs, first_window_only)
-    per_label = {label: sum(d.label == label for d in train_docs) for label in labels}
-    say(f"{plural(counts['documents'], 'training document')} {per_label} -> {plural(counts['windows'], 'window')} "
-        f"of up to {length} tokens; {plural(len(val), 'validation document')}")
-    fingerprint = fingerprint_of([[d.id, d.label, len(d.text)] for d in train_docs] + [class_weights, first_window_only])
-    note = {"labels": labels, "train_documents": counts["documents"], "validation_documents": len(val)}
-    return Setup("classify", trainer_task, {"id2label": dict(enumerate(labels))}, length, fingerprint, note)
-
-
-# Each trained task's set-up (the tasks are LABELLED_TASKS).
-TASKS = {"classify": setup_classify, "qa": setup_qa, "corefs": setup_corefs}

@@ -7,41 +7,42 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from ..errors import InputError, UsageError
 from ..io.jobs import READ_OPTIONS, read_sidecar
 from ..io.readers import iter_documents
 from ..wording import plural
-from .classify_page import classify_page
-from .coref_page import coref_page
-from .qa_page import qa_page
-
-#: The tasks with a page, and the view that draws each.
-VIEWS: dict[str, Callable[..., str]] = {"classify": classify_page, "qa": qa_page, "corefs": coref_page}
-#: The field only each task's rows have.
-_SHAPES = (("chains", "corefs"), ("answer", "qa"), ("answers", "qa"), ("label", "classify"), ("embedding", "embed"))
+from .. import registry
 
 
 def task_of(rows: Iterable[dict], record: dict | None = None) -> str:
     """The task that wrote `rows`: the job record's command when there is one, else the
-    fields of the first row that is not an error row. UsageError for embed (vectors have no
-    page) and for rows no view knows."""
+    fields of the first row that is not an error row (each task's `row_fields`). UsageError
+    for a task without a page and for rows no view knows."""
     task = (record or {}).get("command")
     if task is None:
+        shapes = [(field, name) for name in registry.tasks() for field in registry.get(name).row_fields]
         for row in rows:
             if not row.get("error"):
-                task = next((t for field, t in _SHAPES if row.get(field) is not None or field in row), None)
+                task = next((t for field, t in shapes if row.get(field) is not None or field in row), None)
                 if task is None:
-                    raise UsageError(f"rows with fields {', '.join(map(str, row))} are not from classify, qa or corefs: "
+                    raise UsageError(f"rows with fields {', '.join(map(str, row))} are not from "
+                                     f"{registry.listing(registry.tasks('page')).replace(' and ', ' or ')}: "
                                      "no page shows them")
                 break
         else:  # only error rows (or none): any view lists them
-            task = "classify"
-    if task == "embed":
-        raise UsageError("embed rows are vectors: there is no page for them (pages show classify, qa and corefs)")
-    if task not in VIEWS:
-        raise UsageError(f"no page for `lfcli {task}` output (pages show classify, qa and corefs)")
+            task = registry.tasks("page")[0]
+    return page_task(task)
+
+
+def page_task(task: str) -> str:
+    """`task` when it has a page, else a UsageError saying why not."""
+    pages = f"pages show {registry.listing(registry.tasks('page'))}"
+    if task in registry.tasks() and registry.get(task).no_page:
+        raise UsageError(f"{registry.get(task).no_page}: there is no page for them ({pages})")
+    if task not in registry.tasks("page"):
+        raise UsageError(f"no page for `lfcli {task}` output ({pages})")
     return task
 
 
@@ -137,15 +138,14 @@ def render(task: str, rows: list[dict], texts: dict[str, str | None], *, title: 
            record: dict | None = None) -> str:
     """The page of `task`'s `rows` over their documents' `texts` (id -> text; a missing id
     is shown with a note)."""
-    if task not in VIEWS:
-        raise UsageError(f"no page for `lfcli {task}` output (pages show classify, qa and corefs)")
+    page_task(task)
     errors = sum(1 for r in rows if r.get("error"))
     found = sum(1 for r in rows if not r.get("error") and texts.get(str(r.get("id"))) is not None)
     parts = [plural(len(rows), "row"), plural(errors, "error row") if errors else "", f"texts of {plural(found, 'document')}"]
     model = (record or {}).get("model")
     subtitle = " · ".join(p for p in [f"lfcli {task}", f"model {model}" if model else "", *parts] if p)
     footer = (record or {}).get("written_by") or "lfcli"
-    return VIEWS[task](rows, texts, title=title or f"lfcli {task}", subtitle=subtitle, footer=f"Made by {footer}.")
+    return registry.get(task).page(rows, texts, title=title or f"lfcli {task}", subtitle=subtitle, footer=f"Made by {footer}.")
 
 
 def write_page(path: str, page: str) -> None:

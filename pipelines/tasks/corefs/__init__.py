@@ -1,1 +1,40 @@
-"""The corefs task's home (see lfcli.pipelines.tasks)."""
+"""corefs: coreference chains over whole documents, books included. Its home: task.py (windows
+and how their chains join into the document's entities), entities.py (what a mention says of
+its entity: names, genders, pronouns, speakers; scene breaks), decode.py (a window's scores
+into chains); training in train.py; this module's SPEC is what the registry holds.
+"""
+
+from __future__ import annotations
+
+from ...registry import Evaluation, Option, TaskSpec, TrainingDefaults, lazy
+
+OPTIONS = (
+    Option("singletons", ("--singletons",), bool, False, "Also report entities mentioned once (chains of one mention)."),
+)
+EVALUATE_OPTIONS = (
+    Option("singletons", ("--singletons/--no-singletons",), bool, None,
+           "corefs: headline CoNLL F1 with (default) or without one-mention clusters; the JSON has both."),
+)
+
+SPEC = TaskSpec(
+    name="corefs",
+    summary=("Coreference chains: id, chains, each {name, mentions}: its representative name (most frequent "
+             "proper name, else most frequent other mention; null for pronouns only) and its {start, end, "
+             "text} character spans. Whole books: one chain per character (chains never join two names "
+             "that cannot be one person; far-apart chains join by name)."),
+    runner=lazy(__name__ + ".task", "runner"),
+    global_policy="none",
+    options=OPTIONS,
+    empty_ok=True,
+    page=lazy("lfcli.pipelines.view.coref_page", "coref_page"),
+    row_fields=("chains",),
+    # 2: chains of {name, mentions}, where form 1 had clusters (lists of mentions)
+    row_form=2,
+    finetune=lazy(__name__ + ".train", "setup_corefs"),
+    training=TrainingDefaults(lr={"lora": 1e-3, "full": 5e-5}, epochs=16.0, batch_tokens=2048, patience=6),
+    evaluation=Evaluation(field="clusters", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
+                          score=lazy(__name__ + ".evaluation", "score"),
+                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),
+                          from_row=lazy(__name__ + ".evaluation", "from_row"),
+                          options=EVALUATE_OPTIONS),
+)

@@ -42,14 +42,21 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
 
-from ..errors import InputError, UsageError
-from ..io.readers import Document, iter_documents
-from ..infer.coref_task import CorefTask, chain_spans
-from ..infer.tasks import Item, batch_tensors, predict_rows
-from ..infer.tokenize import token_span
-from .setups import Setup, fingerprint_of, report_skipped, training_tokenizer
-from ..wording import plural
+from lfcli.models import LongformerConfig
+from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
+
+from ...errors import InputError, UsageError
+from ...eval.metrics import coref_scores, gap_decisions, gap_scores, read_gap
+from ...infer.policies import check_policy
+from ...infer.tasks import Item, batch_tensors, predict_rows
+from ...infer.tokenize import token_span
+from ...io.conll import read_conll, read_ids
+from ...io.readers import Document, iter_documents
+from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
+from ...wording import plural
+from .task import CorefTask, chain_spans
 
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
 # keeps the adapter + head of the MiniLM base at 3.8 MB (LoRA rank 16: 0.66M parameters,
@@ -88,7 +95,6 @@ def read_coref_documents(inputs: list[str], ids=None) -> tuple[list[CorefDocumen
     text + clusters. `ids` (a file of ids, one a line, or an iterable) keeps only those
     documents (a CoNLL document also answers to its file's stem and its #begin name); an id
     that no input has is an error: a wrong split file must not train on nothing."""
-    from ..io.conll import read_conll, read_ids
 
     conll = [p for p in map(str, inputs) if _is_conll(p)]
     records = [p for p in map(str, inputs) if not _is_conll(p)]
@@ -151,7 +157,6 @@ def gap_documents(path: str) -> tuple[list[CorefDocument], list[str]]:
     antecedent loss then asks, among these three, for the pronoun's right antecedent (or
     the dummy): the signal GAP gives, and no more (other mentions in the text are unlabelled,
     hence no mention loss on these documents)."""
-    from ..eval.metrics import read_gap
 
     docs, problems = [], []
     for ex in read_gap(path):
@@ -314,8 +319,6 @@ def coref_loss(out, gold: torch.Tensor, mention_mask: torch.Tensor, mention_weig
 def score_clusters(pairs: list[tuple[list, list]]) -> dict:
     """CoNLL-2012 scores of (gold, predicted) clusterings, with and without one-mention
     entities; "score" = CoNLL F1 with them (LitBank's convention)."""
-    from ..eval.metrics import coref_scores
-
     with_s = coref_scores(pairs, singletons=True)
     without = coref_scores(pairs, singletons=False)
     return {
@@ -330,10 +333,6 @@ def drop_unused_lora(folder: Path) -> None:
     global-attention projections, which coreference (no global tokens) never trains. Their
     lora_B stays at its zero initialisation, so the merged model is the same without them,
     and the file is ~0.9 MB smaller."""
-    from safetensors.torch import load_file, save_file
-
-    from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
-
     path = Path(folder) / ADAPTER_WEIGHTS
     if not path.is_file():
         return
@@ -364,7 +363,6 @@ def gap_evaluate(pipeline, examples) -> dict:
 
 def gap_scores_of_rows(examples, rows) -> dict:
     """GAP's scorecard of `lfcli corefs` rows, one per GAP example, in the examples' order."""
-    from ..eval.metrics import gap_decisions, gap_scores
 
     decisions = {ex.id: gap_decisions(ex, chain_spans(row))
                  for ex, row in zip(examples, rows)}
@@ -382,11 +380,6 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     window's loss weighing `gap_weight` of a document's (default 0.2);
     `gap_validation`: a GAP TSV scored at each evaluation, the best model then chosen by the
     mean of CoNLL F1 and GAP F1."""
-    from lfcli.models import LongformerConfig
-
-    from ..eval.metrics import read_gap
-    from ..infer.policies import check_policy
-
     if gap_weight is not None and not gap_weight > 0:  # before any data is read
         raise UsageError("--gap-weight must be positive")
     docs, problems = read_coref_documents(data, ids)

@@ -1,21 +1,23 @@
 """From a coreference window's scores to chains: which spans may be mentions (whole words), which
 words are personal pronouns, and max-antecedent decoding that keeps two people apart.
 
-A chain never holds two people that cannot be one (coref_entities.py: two names, two genders,
+A chain never holds two people that cannot be one (entities.py: two names, two genders,
 personal pronouns of two kinds, a quote's speaker and addressee). A mention whose best
 antecedent sits in a chain it cannot join takes its next-best antecedent above the threshold
 instead, or starts a chain of its own. With the bundled model on LitBank dev, pronoun
 agreement alone took B3 precision from 45.7 to 50.3 for 0.5 of recall (CoNLL F1 58.4 -> 58.9,
 bf16); all the rules give 59.5 (fp32), GAP F1 64.5 (`benchmarks/eval_coref.py
 --no-pronoun-agreement` decodes without any). The same rules hold where windows are joined
-(coref_task.DocumentEntities).
+(task.DocumentEntities).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from .coref_entities import Profile, pronoun_kind
+import torch
+
+from .entities import Profile, pronoun_kind
 
 def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict[tuple[int, int], str]]:
     """(starts, ends, pronouns) of a text's n tokens: whether each token is the first / last
@@ -49,13 +51,12 @@ def decode_clusters(spans, valid, antecedent_scores, mention_scores, mention_thr
     best-scoring earlier mention when that beats the dummy antecedent (score 0; or
     `link_threshold`, which trades merges for precision), and links chain into clusters;
     a mention that links to nothing and is not linked to is a one-mention entity.
-    `profiles`: what each span says about its entity (coref_entities.Profile: its name,
+    `profiles`: what each span says about its entity (entities.Profile: its name,
     pronoun, gender, quote) or None; when given, a mention links to the best antecedent
     whose chain it is compatible with (different names, genders, pronoun kinds, or a
     quote's speaker and addressee never share a chain).
     Spans are (start, end) token positions, end inclusive; clusters in order of their first
     mention, mentions in text order (the model's order)."""
-    import torch
 
     is_mention = valid.bool() & (mention_scores.float() > mention_threshold)
     pair = antecedent_scores.float().masked_fill(~is_mention[None, :], float("-inf"))

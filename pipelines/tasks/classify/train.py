@@ -27,9 +27,17 @@ from pathlib import Path
 
 import torch
 
-from ..errors import InputError, UsageError
-from ..io.readers import Document, iter_documents
-from ..infer.tasks import ClassifyTask, Item, batch_tensors, model_inputs, predict_rows
+from lfcli.models import LongformerConfig
+
+from ...errors import InputError, UsageError
+from ...eval.metrics import classification_scores
+from ...infer.policies import check_policy
+from ...infer.tasks import Item, batch_tensors, model_inputs, predict_rows
+from ...io.readers import Document, iter_documents
+from ...io.semeval import find_ground_truth, is_articles_file, iter_articles, read_ground_truth
+from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
+from ...wording import plural
+from .task import ClassifyTask
 
 
 @dataclass
@@ -51,7 +59,6 @@ class ClassifyExample:
 def read_labelled(inputs: list[str], text_column: str = "text", label_column: str = "label",
                   id_column: str | None = None) -> tuple[list[LabelledDocument], list[str]]:
     """(documents, problems) from every input; see the module docstring for the formats."""
-    from ..io.semeval import find_ground_truth, is_articles_file, iter_articles, read_ground_truth
 
     docs, problems = [], []
     for path in inputs:
@@ -145,7 +152,6 @@ class ClassifyTrainTask:
         return torch.nn.functional.cross_entropy(logits, batch["labels"], weight=weight, reduction="sum")
 
     def evaluate(self, model) -> dict:
-        from ..eval.metrics import classification_scores
 
         predicted = predict_labels(model, self.task, self.validation, self.pad_id)
         scores = classification_scores([d.label for d in self.validation], [predicted[d.id] for d in self.validation])
@@ -176,3 +182,36 @@ def check_labels(train: list[LabelledDocument], validation: list[LabelledDocumen
     if unknown:
         raise UsageError(f"validation labels never seen in training: {', '.join(unknown[:5])}")
     return labels
+
+
+def setup_classify(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
+                   seed: int, say, text_column: str = "text", label_column: str = "label", id_column: str | None = None,
+                   class_weights: str = "auto", first_window_only: bool = False, **_) -> Setup:
+    """classify: windows of up to the model's positions, validation stratified by label."""
+    if class_weights not in ("auto", "none"):
+        raise UsageError(f"--class-weights {class_weights!r}: choose auto or none")
+    docs, problems = read_labelled(data, text_column, label_column, id_column)
+    report_skipped(problems, "training document", say)
+    if validation:
+        val, val_problems = read_labelled(validation, text_column, label_column, id_column)
+        report_skipped(val_problems, "validation document", say)
+        train_docs = docs
+    else:
+        train_docs, val = stratified_split(docs, validation_split, seed)
+    labels = check_labels(train_docs, val)
+    if not val:
+        raise UsageError("no validation documents: give --validation FILE or a --validation-split above 0")
+    tok, length = training_tokenizer(folder, max_length, 1 << 30)
+    task = ClassifyTask(tok, check_policy(global_policy or "cls"))
+    task.labels = labels
+    pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
+    weights = auto_class_weights(train_docs, labels) if class_weights == "auto" else None
+    trainer_task = ClassifyTrainTask(task, labels, pad, val, class_weights=weights)
+    counts = trainer_task.build(train_docs, first_window_only)
+    per_label = {label: sum(d.label == label for d in train_docs) for label in labels}
+    say(f"{plural(counts['documents'], 'training document')} {per_label} -> {plural(counts['windows'], 'window')} "
+        f"of up to {length} tokens; {plural(len(val), 'validation document')}")
+    fingerprint = fingerprint_of([[d.id, d.label, len(d.text)] for d in train_docs] + [class_weights, first_window_only])
+    note = {"labels": labels, "train_documents": counts["documents"], "validation_documents": len(val)}
+    return Setup("classify", trainer_task, {"id2label": dict(enumerate(labels))}, length, fingerprint, note)
+

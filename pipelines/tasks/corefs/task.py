@@ -1,18 +1,18 @@
-"""The coreference task: windows of a document, each decoded into chains (coref_decode.py),
+"""The coreference task: windows of a document, each decoded into chains (decode.py),
 then joined into the document's entities (DocumentEntities).
 
 Joining windows is where a long document is won or lost. Joining every two chains that share
 a mention lets one wrong link in one window merge two people, and over a novel's hundreds of
 windows such links percolate until one chain holds most of the book. So here a window's chain
 joins at most one entity of the window before it (the one it shares most mentions with), and
-only when the two can be one person (coref_entities.Profile: names, gender, pronouns, who
+only when the two can be one person (entities.Profile: names, gender, pronouns, who
 speaks in which quote); a mention is kept from the window that owns its position (the one
 it sits furthest from an edge in). Then entities far apart join by name ("Teodor Varga" in
 chapter 1, "Teodor" in chapter 40): the same dominant name, or a shorter name that fits one
 such entity only. Memory: the previous window's mentions and the entities found so far.
 
 Where the people change (a scene break: the names of the paragraphs before share none with
-the names after, coref_entities.scene_breaks), no chain goes on but by name. Without this a
+the names after, entities.scene_breaks), no chain goes on but by name. Without this a
 "he" at the top of a new story took the old story's last man, and every "he" after it with
 him; so a window holding a break is decoded again with each antecedent in its mention's
 scene, and the document's chains are cut at the breaks before they join.
@@ -23,14 +23,17 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
-from .coref_decode import decode_clusters, words_of
-from .coref_entities import Mention, MentionReader, Name, Profile, scene_breaks
-from .tasks import Item, Prepared, Task
-from .tokenize import paragraph_ids
+import pyarrow as pa
+import torch
+
+from ...infer.tasks import Item, Prepared, Task
+from ...infer.tokenize import paragraph_ids
+from .decode import decode_clusters, words_of
+from .entities import Mention, MentionReader, Name, Profile, scene_breaks
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 # Scene breaks: the tokens looked at on each side of a paragraph start, and the fewest
-# different people's names each side must hold (coref_entities.scene_breaks). Chosen on the
+# different people's names each side must hold (entities.scene_breaks). Chosen on the
 # LitBank dev excerpts joined five to a document (8 joins of two excerpts, ~2,600 tokens
 # each) and on three whole novels: at 2,000 tokens and one name every join was found, with
 # no break inside an excerpt, none in Alice or Pride and Prejudice and 11 in Treasure Island.
@@ -52,7 +55,7 @@ class DocumentEntities:
 
     def __init__(self, reader: MentionReader, rules: bool = True, breaks: list[int] = ()):
         self.reader, self.rules = reader, rules
-        self.breaks = sorted(breaks)  # scene breaks (coref_entities.scene_breaks): no chain crosses one
+        self.breaks = sorted(breaks)  # scene breaks (entities.scene_breaks): no chain crosses one
         self.entities: list[_Entity] = []
         self.previous: dict[Span, int] = {}  # the previous window's mentions -> entity
 
@@ -200,8 +203,6 @@ class CorefTask(Task):
         of windows: a mention lies within the window's content tokens, starts / ends on word
         boundaries, and does not cross a paragraph break (its start and end tokens share a
         segment id)."""
-        import torch
-
         masks = {k: torch.zeros((len(items), n), dtype=torch.bool) for k in ("mention_mask", "start_mask", "end_mask")}
         masks["segment_ids"] = torch.zeros((len(items), n), dtype=torch.long)
         for b, item in enumerate(items):
@@ -256,7 +257,7 @@ class CorefTask(Task):
         return {"id": doc.id, "chains": chains}
 
     def scene_breaks(self, reader: MentionReader, prepared, results) -> list[int]:
-        """The document's scene breaks (coref_entities.scene_breaks), read from the people's
+        """The document's scene breaks (entities.scene_breaks), read from the people's
         names among the mentions each window keeps."""
         named = {}
         for item, clusters in zip(prepared.items, results):
@@ -264,8 +265,6 @@ class CorefTask(Task):
         return scene_breaks(sorted(named.items()), prepared.extra.get("paragraph_starts", []), *SCENE)
 
     def schema(self):
-        import pyarrow as pa
-
         mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
         chain = pa.struct([("name", pa.string()), ("mentions", pa.list_(mention))])
         return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("error", pa.string())])
@@ -314,3 +313,7 @@ class _Profiles:
                 profile.scenes.add(bisect.bisect_right(self.breaks, s + self.shift))
             self._read[k] = profile
         return self._read[k]
+
+
+def runner(tokenizer, policy, config, options: dict) -> CorefTask:
+    return CorefTask(tokenizer, policy, singletons=options.get("singletons", False))

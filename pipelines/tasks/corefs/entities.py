@@ -4,8 +4,8 @@ A chain (an entity) is summed up by a `Profile`: the proper names its mentions u
 personal pronouns, the grammatical gender its names, honorifics, gendered nouns and pronouns
 give it, and which quotes it speaks ("I") or is spoken to ("you") in. Two profiles that
 cannot be one person are kept apart everywhere chains are built or joined: by the window
-decoder (coref_decode.decode_clusters), by the merge of windows into a document's entities,
-and by the name linking over a whole book (coref_task.DocumentEntities).
+decoder (decode.decode_clusters), by the merge of windows into a document's entities,
+and by the name linking over a whole book (task.DocumentEntities).
 
 Each rule is one small function:
   names_compatible     "Teodor Varga", "Mr. Varga" and "Teodor" can be one; "Teodor" and

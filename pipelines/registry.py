@@ -1,0 +1,173 @@
+"""The task registry: each task's name -> its home's `TaskSpec`, the one table the runner, the
+trainer, the evaluator, the Ray engine, the views and the CLI look tasks up in.
+
+A task's home (`lfcli.pipelines.tasks.<name>`) builds a TaskSpec of what only that task has;
+`register(spec)` adds it. The built-in homes are registered, in the order messages list them,
+when the package `lfcli.pipelines.tasks` is imported, which the first look-up does by name (`importlib`), as a plugin registry does: the
+machinery in the rooms below never imports a task's home, and a new task is one new home.
+
+A TaskSpec holds values and functions, no machinery:
+  inference  `runner(tokenizer, policy, config, options) -> Task` (pipelines/infer/tasks.py's
+             prepare/forward/finish/schema), its default `global_policy`, its own command-line
+             `options` (plain data; lfcli turns them into typer options), `check(options)`
+             before anything loads, the model class and default model it runs, whether its
+             windows carry a question, whether an empty document is a document, its page
+  training   `finetune`: the setup `lfcli finetune TASK` trains (pipelines/train/setups.py's
+             Setup), and its defaults
+  evaluation `evaluation`: how `lfcli evaluate TASK` reads gold and scores rows
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .errors import UsageError
+
+BUILTIN_HOMES = "lfcli.pipelines.tasks"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One of a task command's own options, as plain data (lfcli/options.py makes it a typer
+    option). `flags`: the option's names, e.g. ("--top-k", "-k"), or ("--normalize/--no-normalize",)
+    for a switch with both spellings."""
+
+    name: str  # the keyword the task's runner gets
+    flags: tuple[str, ...]
+    type: type
+    default: Any = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class TrainingDefaults:
+    """`lfcli finetune TASK`'s defaults where the tasks differ (measured on each task's data)."""
+
+    lr: dict[str, float]  # per --adapter (lora, full): LoRA's zero-started updates want a larger step
+    epochs: float
+    batch_tokens: int
+    patience: int
+    max_length: int | None = None  # None: the model's positions
+
+
+def _as_read(row: dict) -> dict:
+    return row
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How `lfcli evaluate TASK PRED GOLD` scores the task (pipelines/eval/evaluate.py runs it).
+
+    field       the output rows' field it scores ("label", "answer", "clusters")
+    read_gold   path -> Gold (pipelines/eval/evaluate.py)
+    score       (gold, selected ids, prediction(id) -> value or None, where(id) -> its place
+                for messages, **options) -> the scores
+    fill_table  (a rich Table, the result) -> None: the table `lfcli evaluate` prints on stderr
+    from_row    a row as read -> the shape `field` expects (corefs: chains -> clusters)
+    options     the task's own `lfcli evaluate` options
+    """
+
+    field: str
+    read_gold: Callable
+    score: Callable
+    fill_table: Callable
+    from_row: Callable[[dict], dict] = _as_read
+    options: tuple[Option, ...] = ()
+
+
+def _no_check(options: dict) -> None:
+    return None
+
+
+def _never(options: dict) -> bool:
+    return False
+
+
+def _as_given(options: dict) -> dict:
+    return options
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    summary: str  # the command's help
+    runner: Callable[..., Any] | None = None  # (tokenizer, policy, config, options) -> an inference Task
+    global_policy: str = "cls"  # the default --global
+    # The model: the checkpoint class with the head for this task's name (lfcli.models.heads;
+    # none: the bare encoder) and, without -m, its bundled trained model (else the bundled
+    # base); or, when bare_encoder(options), the bundled base's bare encoder (zero-shot classify).
+    bare_encoder: Callable[[dict], bool] = _never
+    options: tuple[Option, ...] = ()
+    parse: Callable[[dict], dict] = _as_given  # the command line's values -> the runner's options
+    check: Callable[[dict], None] = _no_check  # its options, before anything loads (UsageError)
+    question: bool = False  # windows hold a question beside the text (the pair template)
+    empty_ok: bool = False  # an empty document is a document (a row without results), not an error
+    page: Callable | None = None  # (rows, texts, title, subtitle, footer) -> HTML; None: no page for it
+    no_page: str = ""  # why its rows have no page, said when one is asked for
+    row_fields: tuple[str, ...] = ()  # fields only its rows have (which task wrote an output)
+    row_form: int = 1  # bumped when its rows change shape: an output of another form is never resumed
+    finetune: Callable | None = None  # the Setup `lfcli finetune TASK` trains; None: not trainable
+    training: TrainingDefaults | None = None
+    finetune_options: tuple[Option, ...] = ()
+    evaluation: Evaluation | None = None
+
+
+_TASKS: dict[str, TaskSpec] = {}
+_loaded = False
+
+
+def register(spec: TaskSpec) -> TaskSpec:
+    """Add a task (a name taken twice is refused: two homes for one task is the bug this stops)."""
+    if spec.name in _TASKS and _TASKS[spec.name] is not spec:
+        raise ValueError(f"task {spec.name!r} is registered twice")
+    _TASKS[spec.name] = spec
+    return spec
+
+
+def unregister(name: str) -> None:
+    """Remove a task (tests that register one of their own)."""
+    _TASKS.pop(name, None)
+
+
+def lazy(module: str, name: str) -> Callable:
+    """`module.name`, imported when first called: a SPEC names its task's code this way, so
+    that reading the registry (`lfcli --help`) imports no torch."""
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        importlib.import_module(BUILTIN_HOMES)
+
+
+def tasks(kind: str | None = None) -> tuple[str, ...]:
+    """Every registered task's name, in registration order; `kind` keeps those that run on
+    documents ("infer"), draw a page ("page"), train ("finetune") or score ("evaluate")."""
+    _load_builtins()
+    have = {"infer": lambda s: s.runner is not None, "page": lambda s: s.page is not None,
+            "finetune": lambda s: s.finetune is not None, "evaluate": lambda s: s.evaluation is not None,
+            None: lambda s: True}[kind]
+    return tuple(name for name, spec in _TASKS.items() if have(spec))
+
+
+def get(name: str, kind: str | None = None) -> TaskSpec:
+    """The task called `name` (UsageError naming the choices when there is none)."""
+    names = tasks(kind)
+    if name not in names:
+        raise UsageError(f"unknown task {name!r}; choose one of {', '.join(names)}")
+    return _TASKS[name]
+
+
+def listing(names) -> str:
+    """'a, b and c', for messages."""
+    names = list(names)
+    return ", ".join(names[:-1]) + (" and " if len(names) > 1 else "") + names[-1] if names else ""

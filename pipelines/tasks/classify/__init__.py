@@ -1,0 +1,83 @@
+"""classify: a label per document, from a trained head or zero-shot with --labels. Its home:
+task.py (windows and labels), training in train.py; this module's SPEC is what the registry
+holds (free of torch, see lfcli.pipelines.tasks.embed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import InputError, UsageError
+from ...registry import Evaluation, Option, TaskSpec, TrainingDefaults, lazy
+
+# The contrastive-training temperature of sentence-embedding models, which spreads their
+# narrow cosine range over the labels (task.ZeroShotClassifyTask).
+ZERO_SHOT_TEMPERATURE = 0.05
+OPTIONS = (
+    Option("labels", ("--labels",), str, None, "Zero-shot: comma-separated labels, e.g. 'sports,politics,science'."),
+    Option("labels_file", ("--labels-file",), str, None, "Zero-shot: one label per line, optionally 'label: description'."),
+    Option("temperature", ("--temperature",), float, ZERO_SHOT_TEMPERATURE,
+           "Zero-shot softmax temperature over cosine similarities."),
+)
+
+
+def parse_labels(options: dict) -> dict:
+    """The command line's --labels or --labels-file as the runner's `labels`: a list of
+    (label, description) pairs (None: the model's trained head)."""
+    options = dict(options)
+    labels, labels_file = options.pop("labels", None), options.pop("labels_file", None)
+    if labels and labels_file:
+        raise UsageError("give --labels or --labels-file, not both")
+    if labels is not None:
+        options["labels"] = [(x.strip(), "") for x in labels.split(",") if x.strip()]
+    elif labels_file is not None:
+        try:
+            lines = Path(labels_file).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{labels_file}: cannot read the labels file ({exc})") from None
+        options["labels"] = []
+        for line in lines:
+            if line.strip() and not line.lstrip().startswith("#"):
+                name, _, desc = line.partition(":")
+                options["labels"].append((name.strip(), desc.strip()))
+    if options.get("labels") is None:
+        options.pop("temperature", None)  # only zero-shot has one
+    return options
+
+
+def check(options: dict) -> None:
+    labels = options.get("labels")
+    if labels is None:
+        return
+    names = [name for name, _ in labels]
+    if len(names) < 2:
+        given = f" (got only {names[0]!r})" if names else ""
+        raise UsageError(f"zero-shot classify needs two labels or more{given}: with one label every document scores 1.0")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise UsageError(f"label {repeated[0]!r} is given more than once")
+    if not options.get("temperature", ZERO_SHOT_TEMPERATURE) > 0:
+        raise UsageError("--temperature must be positive")
+
+
+def zero_shot(options: dict) -> bool:
+    return options.get("labels") is not None
+
+
+SPEC = TaskSpec(
+    name="classify",
+    summary="Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed).",
+    runner=lazy(__name__ + ".task", "runner"),
+    global_policy="cls",
+    bare_encoder=zero_shot,  # the bundled base's embeddings against the labels': no head
+    options=OPTIONS,
+    parse=parse_labels,
+    check=check,
+    page=lazy("lfcli.pipelines.view.classify_page", "classify_page"),
+    row_fields=("label",),
+    finetune=lazy(__name__ + ".train", "setup_classify"),
+    training=TrainingDefaults(lr={"lora": 5e-4, "full": 5e-5}, epochs=6.0, batch_tokens=16384, patience=3),
+    evaluation=Evaluation(field="label", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
+                          score=lazy(__name__ + ".evaluation", "score"),
+                          fill_table=lazy(__name__ + ".evaluation", "fill_table")),
+)

@@ -1,0 +1,116 @@
+"""qa's inference: a question over a document's windows, and the document's answers.
+
+Rows: id, question, answer, start, end, score, and `answers` (the top k) when top_k > 1.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+
+from ...errors import InputError
+from ...infer.answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, asks_for_heading,
+                              best_spans, distinct_answers, qa_temperature, span_rules)
+from ...infer.tasks import Task, document_windows
+
+
+class QATask(Task):
+    """Extractive answers. Rows: id, question, answer, start, end, score (character offsets
+    into the document, end exclusive), and `answers` (the top-k) when top_k > 1.
+
+    Each window proposes spans by their margin over its no-answer score (`best_spans`), so
+    windows of a long document compete on one scale; answers start and end on words, keep
+    quotes and brackets balanced and are never in a heading unless the question asks for one
+    (`span_rules`). `score` is the model's calibrated probability that the answer is right
+    (see QACandidates and the notes above it); the answers are distinct, best score first
+    (`distinct_answers`)."""
+
+    name = "qa"
+
+    def __init__(self, tokenizer, policy, question: str | None = None, top_k: int = 1, max_answer_tokens: int = 30,
+                 temperature: float = DEFAULT_TEMPERATURE):
+        super().__init__(tokenizer, policy)
+        self.question, self.top_k, self.max_answer_tokens = question, top_k, max_answer_tokens
+        self.temperature = temperature
+
+    def setup(self, model, run_batch):
+        self.temperature = qa_temperature(model.config)
+
+    def prepare(self, doc_index, doc):
+        question = self.question or doc.fields.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise InputError("no question: pass --question or give each record a 'question' field")
+        q_ids = self.tok.encode(question).ids
+        limit = self.tok.max_length // 2
+        if len(q_ids) > limit:
+            raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document")
+        prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids)
+        prepared.extra["question"] = question
+        prepared.extra["text"] = doc.text
+        rules = span_rules(doc.text, prepared.encoded.offsets, headings=asks_for_heading(question))
+        for item in prepared.items:
+            item.extra["span_rules"] = rules.window(*item.window.span)
+        return prepared
+
+    def forward(self, model, batch, items):
+        start_logits, end_logits = model(**batch)
+        start_logits, end_logits = start_logits.float().cpu(), end_logits.float().cpu()
+        out = []
+        for b, item in enumerate(items):
+            c0 = item.window.content_start
+            s0, s1 = item.window.span
+            null = float(start_logits[b, 0]) + float(end_logits[b, 0])
+            spans = best_spans(start_logits[b, c0: c0 + s1 - s0], end_logits[b, c0: c0 + s1 - s0], null,
+                               self.max_answer_tokens, QA_ANSWER_POOL, item.extra.get("span_rules"))
+            out.append([(margin, s0 + i, s0 + j) for margin, i, j in spans])
+        return out
+
+    @staticmethod
+    def candidates(results) -> QACandidates:
+        """The softmax's candidates: each window's QA_CANDIDATES best spans."""
+        best: dict[tuple[int, int], float] = {}
+        for window in results:
+            for margin, ts, te in window[:QA_CANDIDATES]:
+                if margin > best.get((ts, te), -math.inf):
+                    best[(ts, te)] = margin
+        spans = sorted(best, key=lambda s: -best[s])
+        return QACandidates(spans, [best[s] for s in spans], len(results))
+
+    def scored(self, prepared, results) -> list[tuple[tuple[int, int, float], float]]:
+        """The top_k distinct answers ((first token, last token, margin), score), best score
+        first, among the spans all windows propose (`distinct_answers`)."""
+        offsets, text = prepared.encoded.offsets, prepared.extra["text"]
+        spans = [(ts, te, margin) for window in results for margin, ts, te in window]
+        return distinct_answers(spans, self.candidates(results), self.temperature,
+                                lambda s: text[offsets[s[0]][0]:offsets[s[1]][1]], self.top_k)
+
+    def ranked(self, prepared, results) -> list[tuple[int, int, float]]:
+        """The top_k distinct answers (first token, last token, margin), best score first."""
+        return [span for span, _ in self.scored(prepared, results)]
+
+    def answers(self, doc, prepared, results) -> list[dict]:
+        """The top_k distinct answers, best score first, each with its score."""
+        offsets = prepared.encoded.offsets
+        return [{"answer": doc.text[offsets[ts][0]:offsets[te][1]], "start": offsets[ts][0], "end": offsets[te][1],
+                 "score": score} for (ts, te, _), score in self.scored(prepared, results)]
+
+    def finish(self, doc, prepared, results):
+        answers = self.answers(doc, prepared, results)
+        row = {"id": doc.id, "question": prepared.extra["question"], **answers[0]}
+        if self.top_k > 1:
+            row["answers"] = answers
+        return row
+
+    def schema(self):
+        fields = [
+            ("id", pa.string()), ("question", pa.string()), ("answer", pa.string()),
+            ("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64()),
+        ]
+        if self.top_k > 1:
+            fields.append(("answers", pa.list_(pa.struct(fields[2:]))))
+        return pa.schema([*fields, ("error", pa.string())])
+
+
+def runner(tokenizer, policy, config, options: dict) -> QATask:
+    return QATask(tokenizer, policy, question=options.get("question"), top_k=options.get("top_k", 1))
