@@ -18,6 +18,7 @@ from typing_extensions import Annotated
 from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.infer.catalog import BUILD_SECONDS, announce_build, convert_checkpoint, list_models
 from lfcli.pipelines.progress import record_line
+from lfcli.pipelines.tasks.mlm.config import PretrainConfig
 from lfcli.pipelines.wording import plural
 
 from .app import app, guarded, machine_line
@@ -87,40 +88,45 @@ def convert(
 @app.command("pretrain-continue")
 @guarded
 def pretrain_continue(
-    corpus: Corpus, output: RunFolder, model: Model = None, max_length: MaxLength = None,
-    batch_size: SequencesPerStep = 1, grad_accum: GradAccum = 8, lr: PretrainLr = 3e-5, warmup_steps: WarmupSteps = None,
-    max_steps: MaxSteps = 1000, weight_decay: WeightDecay = 0.01, mask_prob: MaskProb = 0.15,
-    max_grad_norm: MaxGradNorm = 1.0, save_every: SaveEvery = 200, max_eval_sequences: MaxEvalSequences = 256,
-    eval_fraction: EvalFraction = 0.05, seed: Seed = 0, gradient_checkpointing: GradientCheckpointing = False,
-    freeze_embeddings: PretrainFreezeEmbeddings = False,
+    corpus: Corpus, output: RunFolder, model: Model = None, max_length: MaxLength = PretrainConfig.max_length,
+    batch_size: SequencesPerStep = PretrainConfig.batch_size, grad_accum: GradAccum = PretrainConfig.grad_accum,
+    lr: PretrainLr = PretrainConfig.lr, warmup_steps: WarmupSteps = PretrainConfig.warmup_steps,
+    max_steps: MaxSteps = PretrainConfig.max_steps, weight_decay: WeightDecay = PretrainConfig.weight_decay,
+    mask_prob: MaskProb = PretrainConfig.mask_prob, max_grad_norm: MaxGradNorm = PretrainConfig.max_grad_norm,
+    save_every: SaveEvery = PretrainConfig.save_every,
+    max_eval_sequences: MaxEvalSequences = PretrainConfig.max_eval_sequences,
+    eval_fraction: EvalFraction = PretrainConfig.eval_fraction, seed: Seed = PretrainConfig.seed,
+    gradient_checkpointing: GradientCheckpointing = PretrainConfig.gradient_checkpointing,
+    freeze_embeddings: PretrainFreezeEmbeddings = PretrainConfig.freeze_embeddings,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
     device: Device = "auto", attention_backend: Backend = None,
     force: StartOver = False, resume: ResumeRun = False, quiet: Quiet = False, encoding_errors: EncodingErrors = "strict",
 ):
     """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
-    from lfcli.pipelines.infer.runner import check_backend, resolve_device  # lazy: torch, not for --help
-    from lfcli.pipelines.train.pretrain import pretrain_continue as run  # lazy: torch
+    from lfcli.models.bundled import DEFAULT_MODEL  # lazy: torch, not for --help
+    from lfcli.pipelines.infer.runner import check_backend, resolve_device  # lazy: torch
+    from lfcli.pipelines.tasks.mlm.pretrain import pretrain_continue as run  # lazy: torch
 
     torch_device = resolve_device(device)
     check_backend(attention_backend, torch_device)
-    announce_build(model or "minilm-l6-long")
+    model = model or DEFAULT_MODEL
+    announce_build(model)
 
     def log(record: dict) -> None:  # plain lines on stderr when there is no live bar
         line = record_line(record, mlm=True) if record["event"] != "step" or record["step"] % 10 == 0 else None
         if line is not None:
             typer.echo(line, err=True)
 
-    live = sys.stderr.isatty() and not quiet
-    summary = run(
-        corpus, model or "minilm-l6-long", output, max_length=max_length, batch_size=batch_size,
-        grad_accum=grad_accum, lr=lr, warmup_steps=warmup_steps, max_steps=max_steps,
-        weight_decay=weight_decay, mask_prob=mask_prob, save_every=save_every, eval_fraction=eval_fraction,
-        seed=seed, gradient_checkpointing=gradient_checkpointing, freeze_embeddings=freeze_embeddings, device=str(torch_device),
-        attention_backend=attention_backend, resume=resume, force=force, text_column=text_column,
-        id_column=id_column, glob=glob, encoding_errors=encoding_errors, progress=live,
-        log=None if live or quiet else log, max_grad_norm=max_grad_norm or None,
-        max_eval_sequences=max_eval_sequences,
+    config = PretrainConfig(
+        max_length=max_length, batch_size=batch_size, grad_accum=grad_accum, lr=lr, warmup_steps=warmup_steps,
+        max_steps=max_steps, weight_decay=weight_decay, max_grad_norm=max_grad_norm, mask_prob=mask_prob,
+        save_every=save_every, eval_fraction=eval_fraction, max_eval_sequences=max_eval_sequences, seed=seed,
+        gradient_checkpointing=gradient_checkpointing, freeze_embeddings=freeze_embeddings,
     )
+    read = dict(text_column=text_column, id_column=id_column, glob=glob, encoding_errors=encoding_errors)
+    live = sys.stderr.isatty() and not quiet
+    summary = run(corpus, model, output, config, device=str(torch_device), attention_backend=attention_backend,
+                  resume=resume, force=force, read=read, progress=live, log=None if live or quiet else log)
     if os.environ.get("RANK", "0") == "0":
         typer.echo(json.dumps(summary, default=str))  # the run's summary is this command's data
     if not quiet and summary:

@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 
 from checkpoints import TRAINING_TEXT, make_checkpoint
 from lfcli.cli import app
+from lfcli.pipelines.tasks.mlm.config import PretrainConfig
+from lfcli.pipelines.tasks.mlm.pretrain import pretrain_continue
 from lfcli.pipelines.train.finetune import finetune
 from lfcli.pipelines.train.loop import TrainConfig
-from lfcli.pipelines.train.pretrain import pretrain_continue
 from lfcli.pipelines.view.curves import (
     CURVE_FILE,
     METRICS_FILE,
@@ -128,8 +129,8 @@ def test_pretrain_continue_draws_bits_per_token(tmp_path):
     for i in range(8):
         (corpus / f"doc{i}.txt").write_text(" ".join(lines[(i + k) % 7] for k in range(12)), encoding="utf-8")
     out = tmp_path / "mlm"
-    pretrain_continue([str(corpus)], str(tiny), str(out), max_steps=4, warmup_steps=1, grad_accum=1, batch_size=2,
-                      save_every=2, eval_fraction=0.2, seed=3)
+    pretrain_continue([str(corpus)], str(tiny), str(out), PretrainConfig(
+        max_steps=4, warmup_steps=1, grad_accum=1, batch_size=2, save_every=2, eval_fraction=0.2, seed=3))
     assert_drawn(out / CURVE_FILE)
     evals = read_curves(out / METRICS_FILE).evals
     assert [e["step"] for e in evals] == [0, 2, 4]  # the baseline before the first update, then every 2

@@ -1,4 +1,4 @@
-"""Continued MLM pretraining (pipelines/train/pretrain.py, on the shared trainer): schedule,
+"""Continued MLM pretraining (pipelines/tasks/mlm/: pretrain.py, masking.py, config.py; on the shared trainer): schedule,
 masking, data split, fixed batches, resume, two-process DDP and a real loss decrease of the
 bundled model on LitBank novels. All CPU; the tiny runs use the trainer's default autocast
 (bf16 on CPUs with native bf16), and the runs compared bitwise use the same setting."""
@@ -12,20 +12,16 @@ import random
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 from checkpoints import TRAINING_TEXT, make_checkpoint
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.train.pretrain import (
-    MaskVocab,
-    Piece,
-    build_sequences,
-    mask_tokens,
-    pretrain_continue,
-    split_heldout,
-)
+from lfcli.pipelines.tasks.mlm.config import PretrainConfig
+from lfcli.pipelines.tasks.mlm.masking import MaskVocab, Piece, mask_tokens
+from lfcli.pipelines.tasks.mlm.pretrain import build_sequences, pretrain_continue, split_heldout
 from lfcli.pipelines.train.batches import Stream, plan_fixed
 from lfcli.pipelines.train.checkpoint import STATE_DIR, STATE_FILE
 from lfcli.pipelines.train.optimizer import lr_factor
@@ -194,7 +190,7 @@ def test_heldout_split_is_deterministic_and_disjoint():
 
 
 # -- the job ------------------------------------------------------------------------------
-TINY_RUN = dict(max_steps=6, warmup_steps=2, grad_accum=2, batch_size=2, lr=2e-3, save_every=3, eval_fraction=0.1, seed=3)
+TINY_RUN = PretrainConfig(max_steps=6, warmup_steps=2, grad_accum=2, batch_size=2, lr=2e-3, save_every=3, eval_fraction=0.1, seed=3)
 
 
 def _state(out: Path) -> dict:
@@ -212,7 +208,7 @@ def test_fixed_batches_share_one_process_work_among_processes():
 
 
 def test_resume_after_interruption_equals_uninterrupted_run(tiny, corpus, tmp_path):
-    full = pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "full"), **TINY_RUN)
+    full = pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "full"), TINY_RUN)
     assert full["steps"] == 6 and full["head"] == "new" and full["resumed_from_step"] is None
     assert [e["step"] for e in full["evals"]] == [0, 3, 6]  # before, every save_every, at the end
 
@@ -225,11 +221,11 @@ def test_resume_after_interruption_equals_uninterrupted_run(tiny, corpus, tmp_pa
 
     out = tmp_path / "interrupted"
     with pytest.raises(Crash):
-        pretrain_continue([str(corpus)], str(tiny), str(out), log=crash_after_checkpoint, **TINY_RUN)
+        pretrain_continue([str(corpus)], str(tiny), str(out), TINY_RUN, log=crash_after_checkpoint)
     assert _state(out)["run"]["step"] == 3
     with pytest.raises(UsageError, match="--resume"):
-        pretrain_continue([str(corpus)], str(tiny), str(out), **TINY_RUN)
-    resumed = pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **TINY_RUN)
+        pretrain_continue([str(corpus)], str(tiny), str(out), TINY_RUN)
+    resumed = pretrain_continue([str(corpus)], str(tiny), str(out), TINY_RUN, resume=True)
     assert resumed["resumed_from_step"] == 3 and resumed["steps"] == 6
     assert resumed["tokens"] == full["tokens"]
     assert resumed["eval_loss_before"] == full["eval_loss_before"]
@@ -240,16 +236,16 @@ def test_resume_after_interruption_equals_uninterrupted_run(tiny, corpus, tmp_pa
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert resumed["eval_loss_after"] == full["eval_loss_after"]
     # resuming a finished run trains nothing and reports the same run
-    again = pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **TINY_RUN)
+    again = pretrain_continue([str(corpus)], str(tiny), str(out), TINY_RUN, resume=True)
     assert again["resumed_from_step"] == 6 and again["evals"] == resumed["evals"]
     assert all(torch.equal(v, _weights(out)[k]) for k, v in b.items())
 
 
 def test_gradient_checkpointing_gives_the_same_weights(tiny, corpus, tmp_path):
     # non-reentrant checkpointing replays dropout with the saved RNG state: same numbers
-    run = {**TINY_RUN, "max_steps": 3, "save_every": 0}
-    pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "plain"), **run)
-    pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "gc"), gradient_checkpointing=True, **run)
+    run = replace(TINY_RUN, max_steps=3, save_every=0)
+    pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "plain"), run)
+    pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "gc"), replace(run, gradient_checkpointing=True))
     a, b = _weights(tmp_path / "plain"), _weights(tmp_path / "gc")
     assert max((a[k] - b[k]).abs().max().item() for k in a) <= 1e-6
 
@@ -259,7 +255,7 @@ def test_final_model_layout_and_global_copies(tiny, corpus, tmp_path):
 
     out = tmp_path / "out"
     log = []
-    summary = pretrain_continue([str(corpus)], str(tiny), str(out), **{**TINY_RUN, "max_steps": 3, "save_every": 0},
+    summary = pretrain_continue([str(corpus)], str(tiny), str(out), replace(TINY_RUN, max_steps=3, save_every=0),
                                 log=log.append)
     assert summary["eval_sequences"] > 0 and summary["best_step"] == 3
     assert summary["eval_bpt_before"] == pytest.approx(summary["eval_loss_before"] / math.log(2))
@@ -283,11 +279,11 @@ def test_final_model_layout_and_global_copies(tiny, corpus, tmp_path):
     start = LongformerModel.from_pretrained(tiny)
     assert not torch.equal(start.encoder.layer[0].attention.self.query.weight, enc.encoder.layer[0].attention.self.query.weight)
     # a second run continues from the saved head, whose held-out loss the first run reported
-    again = pretrain_continue([str(corpus)], str(out), str(tmp_path / "again"), **{**TINY_RUN, "max_steps": 3, "save_every": 0})
+    again = pretrain_continue([str(corpus)], str(out), str(tmp_path / "again"), replace(TINY_RUN, max_steps=3, save_every=0))
     assert again["head"] == "checkpoint"
     assert again["eval_loss_before"] == pytest.approx(summary["eval_loss_after"], abs=1e-5)
     # nothing held out: no evaluation figures, and the latest model is kept
-    none = pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "none"), **{**TINY_RUN, "max_steps": 3, "eval_fraction": 0.0})
+    none = pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "none"), replace(TINY_RUN, max_steps=3, eval_fraction=0.0))
     assert none["eval_loss_before"] is None and none["eval_loss_after"] is None and none["best_step"] == 3
     assert (tmp_path / "none" / "model.safetensors").is_file()
 
@@ -297,25 +293,25 @@ def test_errors_are_one_line(tiny, corpus, tmp_path):
     empty.mkdir()
     (empty / "a.txt").write_text("   \n", encoding="utf-8")
     with pytest.raises(InputError, match="no usable text"):
-        pretrain_continue([str(empty)], str(tiny), str(tmp_path / "o1"), **TINY_RUN)
+        pretrain_continue([str(empty)], str(tiny), str(tmp_path / "o1"), TINY_RUN)
     with pytest.raises(InputError):
-        pretrain_continue([str(tmp_path / "missing")], str(tiny), str(tmp_path / "o2"), **TINY_RUN)
+        pretrain_continue([str(tmp_path / "missing")], str(tiny), str(tmp_path / "o2"), TINY_RUN)
     with pytest.raises(UsageError, match="warmup"):
-        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o3"), **{**TINY_RUN, "warmup_steps": 6})
+        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o3"), replace(TINY_RUN, warmup_steps=6))
     with pytest.raises(UsageError, match="grad-accum"):
-        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o3"), **{**TINY_RUN, "grad_accum": 0})
+        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o3"), replace(TINY_RUN, grad_accum=0))
     with pytest.raises(UsageError, match="model folder"):
-        pretrain_continue([str(corpus)], str(tiny), str(tiny), **TINY_RUN)
+        pretrain_continue([str(corpus)], str(tiny), str(tiny), TINY_RUN)
     with pytest.raises(UsageError, match="contradict"):
-        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o4"), resume=True, force=True, **TINY_RUN)
+        pretrain_continue([str(corpus)], str(tiny), str(tmp_path / "o4"), TINY_RUN, resume=True, force=True)
     assert not (tmp_path / "o3").exists() and not (tmp_path / "o4").exists()  # refused before writing
     out = tmp_path / "o5"
-    pretrain_continue([str(corpus)], str(tiny), str(out), **{**TINY_RUN, "max_steps": 3, "save_every": 3})
+    pretrain_continue([str(corpus)], str(tiny), str(out), replace(TINY_RUN, max_steps=3, save_every=3))
     with pytest.raises(UsageError, match="other settings"):  # resume with another seed
-        pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **{**TINY_RUN, "max_steps": 3, "seed": 9})
+        pretrain_continue([str(corpus)], str(tiny), str(out), replace(TINY_RUN, max_steps=3, seed=9), resume=True)
     (out / "notes.txt").write_text("mine", encoding="utf-8")
     (out / STATE_DIR / "stale").write_text("from the earlier run", encoding="utf-8")
-    pretrain_continue([str(corpus)], str(tiny), str(out), force=True, **{**TINY_RUN, "max_steps": 3, "save_every": 0})
+    pretrain_continue([str(corpus)], str(tiny), str(out), replace(TINY_RUN, max_steps=3, save_every=0), force=True)
     assert (out / "notes.txt").is_file() and not (out / STATE_DIR / "stale").exists()  # force removes only our files
 
 
@@ -323,10 +319,11 @@ def test_errors_are_one_line(tiny, corpus, tmp_path):
 DDP_SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    from lfcli.pipelines.train.pretrain import pretrain_continue
+    from lfcli.pipelines.tasks.mlm.config import PretrainConfig
+    from lfcli.pipelines.tasks.mlm.pretrain import pretrain_continue
     corpus, model, out, reports = sys.argv[1:5]
-    s = pretrain_continue([corpus], model, out, max_steps=3, warmup_steps=1, grad_accum=1, batch_size=1,
-                          lr=2e-3, save_every=2, eval_fraction=0.1, seed=3)
+    s = pretrain_continue([corpus], model, out, PretrainConfig(max_steps=3, warmup_steps=1, grad_accum=1, batch_size=1,
+                                                              lr=2e-3, save_every=2, eval_fraction=0.1, seed=3))
     rank = int(os.environ["RANK"])
     with open(os.path.join(reports, f"rank{rank}.json"), "w") as f:
         json.dump({"rank": rank, **s}, f)
@@ -353,8 +350,8 @@ def test_ddp_two_gloo_processes_match_one_process(tiny_no_dropout, corpus, tmp_p
     assert len(_state(out)["rng"]) == 2  # every process's RNG state
     LongformerForMaskedLM.from_pretrained(out)  # loadable
     # One process accumulating the two micro-batches sees the same sequences and masks.
-    single = pretrain_continue([str(corpus)], str(tiny_no_dropout), str(tmp_path / "single"), max_steps=3,
-                               warmup_steps=1, grad_accum=2, batch_size=1, lr=2e-3, save_every=0, eval_fraction=0.1, seed=3)
+    single = pretrain_continue([str(corpus)], str(tiny_no_dropout), str(tmp_path / "single"), PretrainConfig(
+        max_steps=3, warmup_steps=1, grad_accum=2, batch_size=1, lr=2e-3, save_every=0, eval_fraction=0.1, seed=3))
     assert single["tokens"] == reports[0]["tokens"]
     assert single["eval_loss_before"] == pytest.approx(reports[0]["eval_loss_before"], abs=1e-6)
     a, b = _weights(out), _weights(tmp_path / "single")
@@ -378,8 +375,9 @@ def test_short_run_on_litbank_lowers_heldout_loss_of_bundled_model(tmp_path):
     for path in novels:  # the first ~5k words of each novel: ~ 12 sequences of 512 tokens
         (corpus / path.name).write_text(path.read_text(encoding="utf-8")[:25000], encoding="utf-8")
     summary = pretrain_continue(
-        [str(corpus)], "minilm-l6-long", str(tmp_path / "out"), max_length=512, batch_size=1, grad_accum=1,
-        lr=1e-4, warmup_steps=1, max_steps=4, save_every=0, eval_fraction=0.1, max_eval_sequences=4, seed=0,
+        [str(corpus)], "minilm-l6-long", str(tmp_path / "out"), PretrainConfig(
+            max_length=512, batch_size=1, grad_accum=1, lr=1e-4, warmup_steps=1, max_steps=4, save_every=0,
+            eval_fraction=0.1, max_eval_sequences=4, seed=0),
     )
     assert summary["head"] == "new" and summary["eval_sequences"] >= 2
     assert summary["eval_loss_after"] < summary["eval_loss_before"], summary
@@ -411,8 +409,8 @@ def test_freeze_embeddings_keeps_the_base_tables_and_trains_the_layers(tiny, cor
     from lfcli.models import LongformerModel
 
     out = tmp_path / "frozen"
-    summary = pretrain_continue([str(corpus)], str(tiny), str(out), freeze_embeddings=True,
-                                **{**TINY_RUN, "max_steps": 3, "save_every": 0})
+    summary = pretrain_continue([str(corpus)], str(tiny), str(out),
+                                replace(TINY_RUN, max_steps=3, save_every=0, freeze_embeddings=True))
     start, after = LongformerModel.from_pretrained(tiny).state_dict(), LongformerModel.from_pretrained(out).state_dict()
     tables = [k for k in start if k.startswith("embeddings.")]
     assert tables and all(torch.equal(start[k], after[k]) for k in tables)
@@ -422,4 +420,4 @@ def test_freeze_embeddings_keeps_the_base_tables_and_trains_the_layers(tiny, cor
     assert summary["trainable_parameters"] < sum(v.numel() for v in start.values()) - vocab * hidden
     # and a resume refuses to mix a frozen run with an unfrozen one
     with pytest.raises(UsageError, match=r"other settings \(freeze_embeddings\)"):
-        pretrain_continue([str(corpus)], str(tiny), str(out), resume=True, **{**TINY_RUN, "max_steps": 3, "save_every": 0})
+        pretrain_continue([str(corpus)], str(tiny), str(out), replace(TINY_RUN, max_steps=3, save_every=0), resume=True)
