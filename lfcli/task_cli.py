@@ -192,5 +192,13 @@ def task_command(spec: registry.TaskSpec):
     return app.command(spec.name)(guarded(job_options(command)))
 
 
-for _name in registry.tasks("infer"):
-    task_command(registry.get(_name))
+def _follow(event: str, spec: registry.TaskSpec) -> None:
+    """A command for each task that runs on documents, from its registration on."""
+    if spec.runner is None:
+        return
+    app.registered_commands[:] = [c for c in app.registered_commands if c.name != spec.name]
+    if event == "added":
+        task_command(spec)
+
+
+registry.watch(_follow)

@@ -115,6 +115,7 @@ class TaskSpec:
 
 
 _TASKS: dict[str, TaskSpec] = {}
+_WATCHERS: list[Callable[[str, TaskSpec], None]] = []
 _loaded = False
 
 
@@ -123,12 +124,26 @@ def register(spec: TaskSpec) -> TaskSpec:
     if spec.name in _TASKS and _TASKS[spec.name] is not spec:
         raise ValueError(f"task {spec.name!r} is registered twice")
     _TASKS[spec.name] = spec
+    for watcher in _WATCHERS:
+        watcher("added", spec)
     return spec
 
 
 def unregister(name: str) -> None:
     """Remove a task (tests that register one of their own)."""
-    _TASKS.pop(name, None)
+    spec = _TASKS.pop(name, None)
+    if spec is not None:
+        for watcher in _WATCHERS:
+            watcher("removed", spec)
+
+
+def watch(watcher: Callable[[str, TaskSpec], None]) -> None:
+    """Call `watcher("added", spec)` for every task registered now and later, and
+    `watcher("removed", spec)` when one goes: how the CLI keeps a command per task."""
+    _load_builtins()
+    _WATCHERS.append(watcher)
+    for spec in list(_TASKS.values()):
+        watcher("added", spec)
 
 
 def lazy(module: str, name: str) -> Callable:

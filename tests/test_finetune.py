@@ -21,7 +21,7 @@ from lfcli.models.lora import (
     merge_lora,
 )
 from lfcli.pipelines.train.finetune import finetune
-from lfcli.pipelines.infer.answers import best_spans
+from lfcli.pipelines.tasks.qa.answers import best_spans
 from lfcli.pipelines.train.batches import Stream, plan_update
 from lfcli.pipelines.train.loop import TrainConfig
 

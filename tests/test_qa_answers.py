@@ -13,7 +13,7 @@ from checkpoints import make_checkpoint
 from lfcli import Pipeline
 from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
 from lfcli.pipelines.eval.metrics import normalize_answer
-from lfcli.pipelines.infer.answers import (
+from lfcli.pipelines.tasks.qa.answers import (
     QA_ANSWER_POOL,
     QACandidates,
     allowed_spans,

@@ -16,7 +16,7 @@ import torch
 from checkpoints import make_checkpoint
 from lfcli import Pipeline
 from lfcli.pipelines.io.readers import Document
-from lfcli.pipelines.infer.answers import (
+from lfcli.pipelines.tasks.qa.answers import (
     CALIBRATION_METHOD,
     DEFAULT_TEMPERATURE,
     QACandidates,

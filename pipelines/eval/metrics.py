@@ -42,7 +42,6 @@ numbers compare with published ones:
 
 from __future__ import annotations
 
-from ..infer.answers import normalize_answer
 from .metrics_classify import classification_scores
 from .metrics_coref import (
     GAP_GENDERS,
@@ -62,7 +61,7 @@ from .metrics_coref import (
     read_gap,
     remove_singletons,
 )
-from .metrics_qa import squad_exact_match, squad_f1, squad_scores
+from .metrics_qa import normalize_answer, squad_exact_match, squad_f1, squad_scores
 
 __all__ = [
     # classification

@@ -3,13 +3,23 @@ averaged over questions (the official ``evaluate-v1.1.py``). Definitions: metric
 
 from __future__ import annotations
 
+import re
+import string
 from collections import Counter
 from typing import Iterable, Sequence
 
-from ..infer.answers import normalize_answer
 from .metrics_classify import ratio
 
-# normalize_answer (SQuAD's normalisation) lives with the answers it compares: infer/answers.py.
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces (the
+    scores compare answers with it, and lfcli qa's top-k list keeps one answer per text)."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
 
 
 def _token_f1(prediction: str, truth: str) -> float:

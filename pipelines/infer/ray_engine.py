@@ -31,8 +31,6 @@ worker logs.
 from __future__ import annotations
 
 import contextlib
-import glob as _glob
-import json
 import logging
 import math
 import os
@@ -40,22 +38,20 @@ import re
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from dataclasses import dataclass
 
 from ..errors import InputError, LfcliError, UsageError
-from ..io.jobs import check_same_job, job_record
+from ..io.jobs import job_record
 from ..progress import note
-from ..io.inputs import ReadOptions
-from ..io.parquet_reader import parquet_plan, parquet_row_document
-from ..io.readers import ENCODING_ERRORS, Document, detect_format, walk_folder
+from ..io.readers import Document
 from .. import registry
+from .ray_inputs import DOC_COLUMNS, list_inputs, read_row_groups, reader_options, remaining_units, take_group, unit_key
+from .ray_manifest import Manifest
 from .runner import Stats, check_options, check_questions, model_name
 from ..wording import plural
 
 ENGINES = ("local", "ray")
 INSTALL_HINT = "--engine ray needs Ray: pip install 'lfcli[ray]'"
-MANIFEST = "_lfcli_manifest.jsonl"
 #: CPUs left to Ray Data's read and write tasks: with none left the job waits forever.
 RESERVED_CPUS = 1
 #: text per actor in the first resumable group (one Ray job, one manifest line): ~1M tokens,
@@ -67,8 +63,6 @@ GROUP_SECONDS = 600.0
 
 #: rows per batch handed to an actor: Pipeline.run packs their windows by token budget.
 ACTOR_BATCH_ROWS = 256
-#: rows per block out of the read task (small blocks keep the object store light).
-READ_BATCH_ROWS = 1024
 #: CPUs per read task: a share of the reserved one. Asking for other resources than the actors
 #: also keeps Ray from fusing the read into the actors, where one task would take 256 row groups
 #: (the actors' batch size, counted in input rows) and keep one actor busy while others wait.
@@ -77,8 +71,6 @@ READ_CPUS = 0.25
 ROWS_PER_FILE = 10_000
 #: how long a pool waits for resources that another job is still releasing.
 WAIT_FOR_RESOURCES_S = 10.0
-_GLOB_CHARS = set("*?[")
-_DOC_COLUMNS = ("id", "text", "error", "question")
 
 
 @dataclass
@@ -150,141 +142,7 @@ def require_ray(starts_local: bool):
 
 
 # ---------------------------------------------------------------------------------------------
-# inputs: Parquet files and their row groups
-
-
-@dataclass
-class ParquetInput:
-    path: str
-    label: str  # as messages name it (the path as found)
-    prefix: str | None  # of the ids, as the local engine makes them
-    columns: tuple[str, ...]
-    id_column: str | None
-    question: bool
-    group_rows: list[int] = field(default_factory=list)
-    group_bytes: list[int] = field(default_factory=list)
-
-    def first_row(self, group: int) -> int:
-        return sum(self.group_rows[:group])
-
-
-def reader_options(read: dict, empty_ok: bool = False) -> ReadOptions:
-    if read.get("encoding_errors", "strict") not in ENCODING_ERRORS:
-        raise UsageError(f"--encoding-errors must be one of {', '.join(ENCODING_ERRORS)}")
-    if read.get("input_format", "auto") not in ("auto", "parquet"):
-        raise UsageError("--engine ray reads Parquet: --input-format must be auto or parquet")
-    return ReadOptions(text_column=read.get("text_column", "text"), id_column=read.get("id_column") or None,
-                    glob=read.get("glob") or None, encoding_errors=read.get("encoding_errors", "strict"),
-                    fields=("question",), input_format="auto", empty_ok=empty_ok)
-
-
-def _expand(inputs: list[str]) -> list[str]:
-    """The inputs with quoted globs expanded as a shell would (the local engine gets them expanded)."""
-    paths = []
-    for path in inputs:
-        if path == "-":
-            raise UsageError("--engine ray reads Parquet files, not standard input")
-        if _GLOB_CHARS & set(path) and not os.path.exists(path):
-            found = sorted(_glob.glob(path, recursive=True))
-            if not found:
-                raise InputError(f"{path}: no files match")
-            paths += found
-        else:
-            paths.append(path)
-    return paths
-
-
-def list_inputs(inputs: list[str], opts: ReadOptions) -> list[ParquetInput]:
-    """Every Parquet file of the inputs, checked as the local reader checks them (InputError)."""
-    paths = _expand(list(inputs))
-    multi = len(paths) > 1
-    found: list[tuple[str, str | None]] = []  # (path, id prefix)
-    for path in paths:
-        if not os.path.exists(path):
-            raise InputError(f"{path}: no such file or folder")
-        if os.path.isdir(path):
-            files = [(full, rel) for full, rel in walk_folder(path, opts.glob)]
-            parquet = [(full, rel) for full, rel in files if detect_format(full) == "parquet"]
-            if not parquet:
-                raise InputError(f"{path}: folder has no Parquet files" + (f" matching {opts.glob!r}" if opts.glob else ""))
-            if len(parquet) < len(files):
-                note(f"{path}: skipped {plural(len(files) - len(parquet), 'file')} not in Parquet (--engine ray reads Parquet)")
-            base = path.rstrip("/" + os.sep) or path
-            found += [(full, f"{base}/{rel}" if multi else rel) for full, rel in parquet]
-        elif detect_format(path) != "parquet":
-            raise UsageError(f"{path}: --engine ray reads Parquet (.parquet, .pq); use the local engine for other inputs")
-        else:
-            found.append((path, path if multi else None))
-    return [_describe(path, prefix, opts) for path, prefix in found]
-
-
-def _describe(path: str, prefix: str | None, opts: ReadOptions) -> ParquetInput:
-    import pyarrow.parquet as pq
-
-    plan = parquet_plan(path, path, opts)  # the local reader's checks: columns and types
-    meta = pq.ParquetFile(path).metadata
-    text_index = meta.schema.to_arrow_schema().get_field_index(opts.text_column)
-    info = ParquetInput(path=path, label=path, prefix=prefix, columns=plan.columns, id_column=plan.id_column,
-                        question="question" in plan.field_columns)
-    for g in range(meta.num_row_groups):
-        rg = meta.row_group(g)
-        info.group_rows.append(rg.num_rows)
-        # the leaf chunk of the text column (flat string columns have one)
-        info.group_bytes.append(rg.column(min(text_index, rg.num_columns - 1)).total_uncompressed_size)
-    return info
-
-
-def _unit_key(info: ParquetInput, group: int) -> str:
-    return f"{os.path.abspath(info.path)}#{group}"
-
-
-def remaining_units(files: list[ParquetInput], done: set[str]) -> list[tuple[int, int]]:
-    """The (file index, row group) pairs with rows that the manifest does not list, in order."""
-    return [(f, g) for f, info in enumerate(files) for g, rows in enumerate(info.group_rows)
-            if rows and _unit_key(info, g) not in done]
-
-
-def take_group(files: list[ParquetInput], units: list[tuple[int, int]], size: float) -> list[tuple[int, int]]:
-    """The first units of `units` holding `size` bytes of text (at least one unit); removed from it."""
-    total, n = 0, 0
-    while n < len(units) and (n == 0 or total < size):
-        f, g = units[n]
-        total += files[f].group_bytes[g]
-        n += 1
-    group = units[:n]
-    del units[:n]
-    return group
-
-
-# ---------------------------------------------------------------------------------------------
-# what runs in Ray: the read task and the actor
-
-
-def read_row_groups(batch, files: list[ParquetInput], opts: ReadOptions) -> Iterator[Any]:
-    """Ray read task: the documents of each (file, row group) of `batch` as small Arrow tables
-    (id, text, error, question), made by the local reader's parquet_row_document."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = pa.schema([(name, pa.string()) for name in _DOC_COLUMNS])
-    for f, g in zip(batch.column("file").to_pylist(), batch.column("row_group").to_pylist()):
-        info = files[f]
-        number = info.first_row(g)
-        with pq.ParquetFile(info.path, pre_buffer=False) as pf:
-            for part in pf.iter_batches(batch_size=READ_BATCH_ROWS, row_groups=[g], columns=list(info.columns),
-                                        use_threads=False):
-                texts = part.column(opts.text_column).to_pylist()
-                ids = part.column(info.id_column).to_pylist() if info.id_column else [None] * len(texts)
-                questions = part.column("question").to_pylist() if info.question else [None] * len(texts)
-                docs = [parquet_row_document(texts[i], ids[i], number + i, info.label, info.prefix, opts,
-                                             {"question": questions[i]} if info.question else {})
-                        for i in range(len(texts))]
-                number += len(texts)
-                # a question that is not a string is no question, as QATask reads it
-                yield pa.table({
-                    "id": [d.id for d in docs], "text": [d.text for d in docs], "error": [d.error for d in docs],
-                    "question": [q if isinstance(q, str) else None for q in questions],
-                }, schema=schema)
+# what runs in Ray: the actor (the read task: ray_inputs.read_row_groups)
 
 
 class TaskActor:
@@ -319,7 +177,7 @@ class TaskActor:
         if self.failed is not None:
             raise self.failed
         docs = [Document(id=i, text=t, error=e, fields={} if q is None else {"question": q})
-                for i, t, e, q in zip(*(batch.column(name).to_pylist() for name in _DOC_COLUMNS))]
+                for i, t, e, q in zip(*(batch.column(name).to_pylist() for name in DOC_COLUMNS))]
         first_error = None
         rows = []
         for row in self.pipe.run(docs, on_error=self.on_error):
@@ -414,102 +272,6 @@ def quiet_ray_data(ray, quiet: bool) -> None:
         from ray.util.debug import log_once
 
         log_once("ray_data_progress_manager_disabled")
-
-
-# ---------------------------------------------------------------------------------------------
-# the output folder and its manifest
-
-
-class Manifest:
-    """OUT/_lfcli_manifest.jsonl: a header line (with the job's record, pipelines/io/jobs.py: a
-    resumed job must be the same job), then one line per finished group."""
-
-    def __init__(self, folder: str, header: dict):
-        self.folder, self.path, self.header = folder, os.path.join(folder, MANIFEST), header
-        self.done: set[str] = set()
-        self.outputs: set[str] = set()
-        self.rows = 0
-
-    @staticmethod
-    def check(out: str | None) -> str:
-        """The output folder's path, refused (one line) when it cannot be one."""
-        if not out or out == "-":
-            raise UsageError("--engine ray writes a folder of Parquet files: give -o FOLDER/")
-        out = out.rstrip("/" + os.sep) or out
-        if out.lower().endswith((".jsonl", ".ndjson", ".json")):
-            raise UsageError(f"--engine ray writes a folder of Parquet files: -o {out} names a JSON file; use -o FOLDER/")
-        parent = os.path.dirname(out)
-        if parent and not os.path.isdir(parent):
-            raise InputError(f"output folder {parent} does not exist")
-        if os.path.exists(out) and not os.path.isdir(out):
-            raise UsageError(f"{out} is a file; --engine ray writes a folder of Parquet files (-o FOLDER/)")
-        return out
-
-    @classmethod
-    def open(cls, out: str, header: dict, resume: bool, force: bool) -> "Manifest":
-        self = cls(cls.check(out), header)
-        out = self.folder
-        ours = self._our_files()
-        if ours and not (resume or force):
-            raise UsageError(f"{out} holds output; pass --force to overwrite or --resume to continue")
-        if force:
-            for name in ours:
-                os.remove(os.path.join(out, name))
-        elif resume and ours:
-            self._load()
-        os.makedirs(out, exist_ok=True)
-        if not os.path.exists(self.path):
-            self._append(header)
-        return self
-
-    def _our_files(self) -> list[str]:
-        if not os.path.isdir(self.folder):
-            return []
-        return sorted(n for n in os.listdir(self.folder) if n == MANIFEST or n.endswith(".parquet"))
-
-    def parquet_files(self) -> set[str]:
-        return {n for n in self._our_files() if n.endswith(".parquet")}
-
-    def _load(self) -> None:
-        if not os.path.exists(self.path):
-            raise UsageError(f"{self.folder} has Parquet files but no {MANIFEST}: not an lfcli --engine ray "
-                             "output to resume; pass --force to start over")
-        with open(self.path, encoding="utf-8") as fh:
-            lines = fh.read().splitlines()
-        records = []
-        for i, line in enumerate(lines):
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                if i == len(lines) - 1:  # a line torn by a kill: its group is redone
-                    break
-                raise InputError(f"{self.path}: line {i + 1} is not JSON; cannot resume (pass --force)") from None
-        if not records:  # killed while writing the header: no group was done
-            records = [self.header]
-        check_same_job(self.folder, records[0].get("job"), self.header["job"])
-        for record in records[1:]:
-            self.done.update(record["units"])
-            self.outputs.update(record["outputs"])
-            self.rows += record["rows"]
-        with open(self.path, "w", encoding="utf-8") as fh:  # drop a torn last line
-            fh.write("".join(json.dumps(r) + "\n" for r in records))
-        leftovers = self.parquet_files() - self.outputs
-        for name in leftovers:  # files of a group that was killed before its manifest line
-            os.remove(os.path.join(self.folder, name))
-        if leftovers:
-            note(f"{self.folder}: removed {plural(len(leftovers), 'file')} of an unfinished group; its rows run again")
-
-    def _append(self, record: dict) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-
-    def finish_group(self, units: list[str], outputs: list[str], rows: int) -> None:
-        self._append({"units": units, "outputs": outputs, "rows": rows})
-        self.done.update(units)
-        self.outputs.update(outputs)
-        self.rows += rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -629,5 +391,5 @@ def _run_group(ray, task, files, reader, group, manifest: Manifest, on_error, ac
     except Exception as exc:  # noqa: BLE001 - Ray wraps the actor's error; one line out of it
         raise _lfcli_error(exc) from None
     outputs = sorted(manifest.parquet_files() - before)
-    manifest.finish_group([_unit_key(files[f], g) for f, g in group], outputs,
+    manifest.finish_group([unit_key(files[f], g) for f, g in group], outputs,
                           sum(files[f].group_rows[g] for f, g in group))

@@ -10,7 +10,7 @@ import math
 import pyarrow as pa
 
 from ...errors import InputError
-from ...infer.answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, asks_for_heading,
+from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, asks_for_heading,
                               best_spans, distinct_answers, qa_temperature, span_rules)
 from ...infer.tasks import Task, document_windows
 

@@ -39,7 +39,7 @@ from lfcli.models import LongformerConfig
 
 from ...errors import InputError
 from ...eval.metrics import squad_f1, squad_scores
-from ...infer.answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
+from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
 from ...infer.policies import check_policy
 from ...infer.tasks import Item, batch_tensors, model_inputs, predict_rows
 from ...infer.tokenize import token_span

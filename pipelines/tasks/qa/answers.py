@@ -1,6 +1,6 @@
 """QA answers: which spans of a document may be answers, and how sure the model is of one.
 
-QATask (tasks.py) asks the model for start and end logits per window; `best_spans` ranks the
+QATask (task.py) asks the model for start and end logits per window; `best_spans` ranks the
 spans a window allows (`span_rules`, `allowed_spans`) by their margin over the window's
 no-answer score, and `QACandidates` turns the candidates of all windows into each answer's
 `score`, the calibrated probability that it is right (temperature: `qa_temperature`);
@@ -9,23 +9,19 @@ no-answer score, and `QACandidates` turns the candidates of all windows into eac
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import re
-import string
+import unicodedata
 from dataclasses import dataclass, field
 
-from .tokenize import paragraph_ids
+import torch
 
-_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
+from ...eval.metrics_qa import normalize_answer
+from ...infer.tokenize import paragraph_ids
+from ...progress import note
 
-
-def normalize_answer(text: str) -> str:
-    """SQuAD's normalisation: lower case, no punctuation, no articles, single spaces (answers
-    of the same text are one answer; pipelines/eval/metrics.py scores with it too)."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
 
 # -- QA: which spans may be answers --------------------------------------------------------------
 # An answer starts and ends on a word's edge, never on punctuation, and never leaves a quotation
@@ -46,8 +42,6 @@ _QUOTES = '"'  # the straight double quote opens and closes: an answer holds an 
 
 
 def _is_punct(ch: str) -> bool:
-    import unicodedata
-
     return unicodedata.category(ch).startswith("P")
 
 
@@ -156,9 +150,6 @@ def span_rules(text: str, offsets: list[tuple[int, int]], headings: bool = False
     """Where answers may start and end in a text of tokens with character `offsets` (see the
     rules above); with `headings` False, never in a heading line (`heading_lines`), nor
     across one."""
-    import bisect
-    import itertools
-
     starts_at, ends_at = set(), set()
     for m in _WORD.finditer(text):
         a, b = m.start(), m.end()
@@ -194,8 +185,6 @@ def span_rules(text: str, offsets: list[tuple[int, int]], headings: bool = False
 def allowed_spans(rules: SpanRules | None, n: int, max_answer_tokens: int):
     """(n, L) bool, L = min(n, max_answer_tokens): may span (i, i + d) be an answer. Without
     rules, every span of at most max_answer_tokens tokens within the n tokens may."""
-    import torch
-
     L = min(n, max_answer_tokens)
     i = torch.arange(n)[:, None]
     j = i + torch.arange(L)[None, :]
@@ -226,8 +215,6 @@ def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: i
     answer in training). Margins of different windows are on one scale, so the best answer
     over many windows of a long document is the span with the largest margin;
     softmax-normalising each window alone would make every window look confident."""
-    import torch
-
     n = start_logits.shape[0]
     ok = allowed_spans(rules, n, max_answer_tokens)
     if rules is not None and not bool(ok.any()):
@@ -298,8 +285,6 @@ class QACandidates:
     def near(self, answer: tuple[int, int, float]) -> list[float]:
         """Margins of the candidates within NEAR_F1 of `answer` (first, last, margin), itself
         included also when it is not a candidate."""
-        import bisect
-
         if self._by_first is None:  # near candidates overlap the answer: look only where they may start
             self._by_first = sorted((s[0], k) for k, s in enumerate(self.spans))
             self._longest = max((b - a for a, b in self.spans), default=0)
@@ -366,8 +351,6 @@ def qa_temperature(config) -> float:
     method = saved.get("method") if isinstance(saved, dict) else None
     t = saved.get("temperature") if isinstance(saved, dict) else None
     if method != CALIBRATION_METHOD or isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf:
-        from ..progress import note
-
         note(f"the model's lfcli.qa_calibration ({method or saved!r}) is not one this lfcli reads "
              f"(method {CALIBRATION_METHOD!r}, a positive temperature); QA scores use temperature {DEFAULT_TEMPERATURE:g}")
         return DEFAULT_TEMPERATURE

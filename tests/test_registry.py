@@ -1,0 +1,113 @@
+"""The task registry: a task of the test's own, registered here and nowhere else, runs from
+the CLI to its output file; and the built-in tasks are the registry's."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+import torch
+from checkpoints import make_checkpoint
+from typer.testing import CliRunner
+
+from lfcli.cli import app
+from lfcli.pipelines import registry
+from lfcli.pipelines.errors import UsageError
+from lfcli.pipelines.infer.tasks import Task
+from lfcli.pipelines.registry import Option, TaskSpec
+
+
+class LoudestWindow(Task):
+    """A small task: which window of a document has the largest first-token vector, and its
+    norm (rows: id, windows, loudest, norm)."""
+
+    def forward(self, model, batch, items):
+        hidden = model(**batch).float()
+        return [float(hidden[b, 0].norm()) for b in range(len(items))]
+
+    def finish(self, doc, prepared, results):
+        loudest = max(range(len(results)), key=results.__getitem__)
+        return {"id": doc.id, "windows": len(results), "loudest": loudest,
+                "norm": round(results[loudest], self.options["digits"])}
+
+    def schema(self):
+        return pa.schema([("id", pa.string()), ("windows", pa.int64()), ("loudest", pa.int64()), ("norm", pa.float64()),
+                          ("error", pa.string())])
+
+
+def check(options: dict) -> None:
+    if options.get("digits", 3) < 0:
+        raise UsageError("--digits must be 0 or more")
+
+
+SPEC = TaskSpec(
+    name="loudest",
+    summary="The window with the largest first-token vector: id, windows, loudest, norm.",
+    runner=lambda tokenizer, policy, config, options: LoudestWindow(tokenizer, policy, digits=options.get("digits", 3)),
+    global_policy="cls",
+    options=(Option("digits", ("--digits",), int, 3, "Digits of the norm."),),
+    check=check,
+)
+
+
+@pytest.fixture
+def loudest():
+    registry.register(SPEC)
+    yield SPEC
+    registry.unregister(SPEC.name)
+
+
+def test_a_task_of_its_own_runs_from_the_cli_to_its_output_file(loudest, tmp_path):
+    model = make_checkpoint(tmp_path / "model", max_tokens=64, attention_window=8)
+    long_doc = "The court held that the contract was void because the seller had concealed the defect. " * 12
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text(long_doc)
+    (tmp_path / "docs" / "b.txt").write_text("She said that he would come back before the winter.")
+    out = tmp_path / "rows.jsonl"
+    result = CliRunner().invoke(app, ["loudest", str(tmp_path / "docs"), "-m", str(model), "-o", str(out),
+                                      "--digits", "2", "--quiet"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["a.txt", "b.txt"]
+    assert rows[0]["windows"] > 1 and rows[1]["windows"] == 1  # the long one is windowed by the shared machinery
+    assert rows[0]["norm"] == round(rows[0]["norm"], 2) > 0
+    # its own option is checked before anything loads, with its own words
+    bad = CliRunner().invoke(app, ["loudest", str(tmp_path / "docs"), "-m", str(model), "--digits", "-1"])
+    assert bad.exit_code == 2 and "--digits must be 0 or more" in bad.stderr
+    help_text = CliRunner().invoke(app, ["loudest", "--help"]).output
+    assert "--digits" in help_text and "--max-length" in help_text  # its options, then the shared ones
+
+
+def test_unregistered_task_is_gone_from_the_cli(tmp_path):
+    registry.register(SPEC)
+    registry.unregister(SPEC.name)
+    result = CliRunner().invoke(app, ["loudest", "x"])
+    assert result.exit_code == 2 and "loudest" not in registry.tasks()
+
+
+def test_the_builtin_tasks_are_the_registrys():
+    assert registry.tasks("infer") == ("classify", "qa", "embed", "corefs")
+    assert registry.tasks("finetune") == ("classify", "qa", "corefs")
+    assert registry.tasks("evaluate") == ("classify", "qa", "corefs")
+    assert registry.tasks("page") == ("classify", "qa", "corefs")
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register(TaskSpec(name="qa", summary="another qa"))
+    with pytest.raises(UsageError, match="unknown task 'nope'; choose one of classify, qa, embed, corefs"):
+        registry.get("nope", "infer")
+
+
+def test_reading_the_registry_imports_no_torch():
+    """`lfcli --help` lists the tasks from their SPECs, which name their code lazily."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from lfcli.pipelines import registry; registry.tasks(); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_lazy_names_the_code_it_calls():
+    norm = registry.lazy("torch.linalg", "vector_norm")
+    assert norm.__name__ == "vector_norm" and float(norm(torch.tensor([3.0, 4.0]))) == 5.0
