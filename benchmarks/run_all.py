@@ -8,7 +8,7 @@ Each benchmark runs in its own process (a crash or the OOM killer stops only tha
 Writes into --out (default benchmarks/out/, gitignored): <name>.json and <name>.png for each
 benchmark, results.json (everything, plus the list of targets) and report.txt (the printed
 output). Also prints the Triton work-efficiency table when
-`lfcli.kernels.triton_banded.work_efficiency` is importable.
+`lfcli.kernels.triton_plan.work_efficiency` is importable.
 """
 
 from __future__ import annotations
@@ -51,14 +51,14 @@ class Tee(io.TextIOBase):
 
 
 def triton_work_efficiency() -> dict | None:
-    """Table of lfcli.kernels.triton_banded.work_efficiency(n, window, block_m, block_n) at
+    """Table of lfcli.kernels.triton_plan.work_efficiency(n, window, block_m, block_n) at
     n = 16384 for windows 128..1024, or a notice when it cannot be imported."""
     print()
     print("Triton banded kernel: work efficiency (useful band FLOPs / computed tile FLOPs)")
     try:
-        from lfcli.kernels.triton_banded import work_efficiency
+        from lfcli.kernels.triton_plan import work_efficiency
     except Exception as exc:  # ImportError without triton, or the function not there yet
-        print(f"notice: lfcli.kernels.triton_banded.work_efficiency is not importable here ({common.error_text(exc)}); "
+        print(f"notice: lfcli.kernels.triton_plan.work_efficiency is not importable here ({common.error_text(exc)}); "
               "no table")
         return None
     table = {}

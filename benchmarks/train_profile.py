@@ -63,13 +63,13 @@ CAST_OPS = ("aten::_to_copy",)
 
 
 def build_model(cfg: dict, mode: str, rank: int):
-    from lfcli.models import LongformerConfig, LongformerForSequenceClassification
+    from lfcli.models import LongformerConfig, LongformerForSequenceClassification, apply_fast_paths
     from lfcli.models.lora import add_lora
 
     torch.manual_seed(0)
     config = LongformerConfig(**cfg, id2label={0: "0", 1: "1"}, hidden_dropout_prob=train_speed.HIDDEN_DROPOUT,
                               attention_probs_dropout_prob=train_speed.ATTENTION_DROPOUT)
-    model = LongformerForSequenceClassification(config)
+    model = apply_fast_paths(LongformerForSequenceClassification(config))  # as loading gives them
     if mode == "lora":
         torch.manual_seed(1)
         add_lora(model, r=rank, alpha=2.0 * rank)

@@ -115,7 +115,7 @@ def banded_attention(
     if name == "reference":
         return reference_attention(*args)
     if name == "triton":
-        from .triton_banded import triton_attention
+        from .triton_banded import triton_attention  # optional: imports triton
 
         return triton_attention(*args)
     return chunked_attention(*args)

@@ -18,14 +18,16 @@ How the band becomes blocks:
 * Global rows (`triton_global_rows`) are the same kernels with a window wider than the
   sequence and no columns: a dense masked flash pass.
 
-Kernel family (all launched by `_forward` / `_backward`):
-  _fwd_kernel          out and log-sum-exp, one program per query block
-  _bwd_delta_kernel    rowsum(dO * O), the softmax backward's correction, one float per row
-  _bwd_dq_kernel       dQ, one program per query block (band keys + global columns)
-  _bwd_dkdv_kernel     dK, dV of band keys, one program per key block
-  _bwd_columns_kernel  dK, dV of the global columns: every query reaches them, so each
-                       program reduces one slice of the queries into a partial sum, and the
-                       partial sums are added on the host (no atomics)
+Three files: kernels/triton_plan.py plans each program's work on the host,
+kernels/triton_kernels.py holds the kernels, this file launches them and registers them as
+torch ops. Kernel family (all launched by `_forward` / `_backward`):
+  fwd_kernel           out and log-sum-exp, one program per query block
+  bwd_delta_kernel     rowsum(dO * O), the softmax backward's correction, one float per row
+  bwd_dq_kernel        dQ, one program per query block (band keys + global columns)
+  bwd_dkdv_kernel      dK, dV of band keys, one program per key block
+  bwd_columns_kernel   dK, dV of the global columns: every query reaches them, so each
+                        program reduces one slice of the queries into a partial sum, and the
+                        partial sums are added on the host (no atomics)
 
 Importing this module imports triton; `attention.py` imports it lazily, so the CPU backends
 never need triton. Set TRITON_INTERPRET=1 before this module is imported to run the kernels
@@ -34,407 +36,15 @@ on CPU tensors in Triton's interpreter (how the tests run them).
 
 from __future__ import annotations
 
-import functools
-from typing import NamedTuple
-
 import torch
 import triton
-import triton.language as tl
 
 from .chunked import global_columns
+from .triton_kernels import bwd_columns_kernel, bwd_delta_kernel, bwd_dkdv_kernel, bwd_dq_kernel, fwd_kernel
+from .triton_plan import BLOCK_G_TILE, KernelConfig, WorkEfficiency, band_block_ranges, kernel_config, work_efficiency, work_table
 
-_LOG2E = tl.constexpr(1.4426950408889634)  # scores are kept in base-2 units: exp2 is one instruction
-
-
-# ----------------------------------------------------------------------------------------------
-# Planning on the host: which blocks each program visits, and with which block sizes.
-
-
-def band_block_ranges(length: int, block: int, one_sided_window: int, other_length: int | None = None) -> torch.Tensor:
-    """The band bounds: what each block of `block` positions must visit on the other side.
-
-    Positions [0, length) are cut into blocks; block b starts at b * block. Position t's band
-    is [t - w1, t + w1]. Returns a (num_blocks, 3) long tensor of (start, lo, hi): the other
-    side's positions [lo, hi) are exactly those in the band of at least one position of the
-    block, clipped to [0, other_length) (default: length). The band is symmetric, so the same
-    function gives a query block's keys and a key block's queries.
-    """
-    other_length = length if other_length is None else other_length
-    start = torch.arange(0, length, block, dtype=torch.long)
-    last = (start + block).clamp(max=length) - 1  # the tail block may be short
-    lo = (start - one_sided_window).clamp(min=0, max=other_length)
-    hi = (last + one_sided_window + 1).clamp(max=other_length)
-    return torch.stack([start, lo, torch.maximum(hi, lo)], dim=1)
-
-
-class WorkEfficiency(NamedTuple):
-    blocks: float  # key blocks holding at least one in-band key / key blocks visited
-    scores: float  # score elements the band needs / score elements computed (whole tiles)
-
-
-def work_efficiency(n: int, window: int, block_m: int, block_n: int, dilation: int = 1) -> WorkEfficiency:
-    """How much of the forward pass's work is useful, for one head.
-
-    window is the full attention window (transformers' convention, w1 = window // 2). Both
-    figures are fractions, 1.0 meaning no wasted work: the band of a query block of block_m
-    rows spans block_m + 2*w1 keys, visited in tiles of block_n, while each query needs only
-    its own 2*w1 + 1, so scores -> (2*w1 + 1) / (block_m + 2*w1) for long sequences.
-    """
-    w1 = window // 2
-    visited = useful = computed = needed = 0
-    for residue in range(min(dilation, n)):
-        length = -(-(n - residue) // dilation)
-        for start, lo, hi in band_block_ranges(length, block_m, w1).tolist():
-            rows_end = min(start + block_m, length)  # real query rows are [start, rows_end)
-            for tile in range(lo, hi, block_n):
-                tile_end = min(tile + block_n, hi)
-                visited += 1
-                useful += tile <= rows_end - 1 + w1 and tile_end - 1 >= start - w1
-                computed += block_m * block_n
-            for i in range(start, rows_end):
-                needed += min(length, i + w1 + 1) - max(0, i - w1)
-    return WorkEfficiency(useful / max(visited, 1), needed / max(computed, 1))
-
-
-class KernelConfig(NamedTuple):
-    block_m: int  # query rows per program (and per tile of the key-block programs)
-    block_n: int  # key rows per tile (and per key-block program)
-    num_warps: int
-    num_stages: int
-
-
-def kernel_config(head_dim: int) -> KernelConfig:
-    """Block sizes per head dim, chosen for Ampere/Hopper (A100: 164 KB shared memory per SM,
-    H100: 228 KB; 64K 32-bit registers per SM; not yet tuned on hardware).
-
-    block_m = 64 everywhere: a query block's band covers block_m + 2*w1 keys of which each row
-    needs 2*w1 + 1, so 64 rows keep >= 80% of the scores useful from window 256 up (128 rows
-    would drop window 512 to 80% and window 256 to 67%; see `work_efficiency`).
-    block_n = 64 up to head dim 64: 4 warps hold the 64 x 64 fp32 score tile and a 64 x 64
-    accumulator in ~64 registers per thread, and 3 stages of K and V tiles (48 KB in fp16)
-    hide the load latency. Head dim 128 halves block_n: the dK/dV program keeps two
-    block_n x 128 fp32 accumulators, which at 64 rows would need ~128 registers per thread
-    for the accumulators alone and spill.
-    """
-    if head_dim <= 64:
-        return KernelConfig(block_m=64, block_n=64, num_warps=4, num_stages=3)
-    return KernelConfig(block_m=64, block_n=32, num_warps=4, num_stages=2)
-
-
-_BLOCK_G = 16  # global columns per tile: the smallest tile tl.dot takes; most inputs have 1-64
-
-
-@functools.lru_cache(maxsize=64)
-def _work_table(
-    n_own: int, n_other: int, one_sided_window: int, dilations: tuple[int, ...], block: int, device: torch.device
-) -> torch.Tensor:
-    """The programs' work list: (H, P, 6) int32, row (h, p) = what program p of head h does.
-
-    Columns: residue, dilation, own_len (positions in this residue's sub-sequence), start (of the
-    program's block, a sub-sequence index), lo, hi (the other side's sub-sequence indices to
-    visit, from `band_block_ranges`). Heads whose dilation needs fewer programs get all-zero
-    rows, which own no positions and visit nothing.
-    """
-    per_dilation = {}
-    for d in set(dilations):
-        rows = []
-        for residue in range(min(d, n_own)):
-            own_len = -(-(n_own - residue) // d)
-            other_len = -(-(n_other - residue) // d) if n_other > residue else 0
-            ranges = band_block_ranges(own_len, block, one_sided_window, other_len)
-            fixed = torch.tensor([residue, d, own_len]).expand(len(ranges), 3)
-            rows.append(torch.cat([fixed, ranges], dim=1))
-        per_dilation[d] = torch.cat(rows) if rows else torch.zeros(0, 6, dtype=torch.long)
-    num_programs = max(1, max(len(rows) for rows in per_dilation.values()))
-    table = torch.zeros(len(dilations), num_programs, 6, dtype=torch.int32)
-    for h, d in enumerate(dilations):
-        table[h, : len(per_dilation[d])] = per_dilation[d].to(torch.int32)
-    return table.to(device)
-
-
-# ----------------------------------------------------------------------------------------------
-# Kernels. Query-side tensors (q, out, do, dq) share one (B, H, n_q, D) layout and key-side
-# tensors (k, v, dk, dv) another, both with unit stride along D (the launcher makes them
-# contiguous). Masks are int8 (B, n); the log-sum-exp and delta rows are float32 (B*H, n_q).
-
-
-@triton.jit
-def _work_item(Work, head, num_programs, program):
-    row = Work + (head * num_programs + program) * 6
-    return tl.load(row), tl.load(row + 1), tl.load(row + 2), tl.load(row + 3), tl.load(row + 4), tl.load(row + 5)
-
-
-@triton.jit
-def _keep(seed, row_offsets, pos_n, dropout_p):
-    # One Philox draw per (batch*head, query position, key position): the backward kernels
-    # regenerate the forward's dropout mask instead of storing it.
-    return tl.rand(seed, row_offsets[:, None] + pos_n[None, :]) >= dropout_p
-
-
-@triton.jit
-def _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_n, dropout_p,
-                  DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
-    """One step of the online softmax over a (BLOCK_M, tile) score tile; ok masks the tile."""
-    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * _LOG2E
-    s = tl.where(ok, s, float("-inf"))
-    m_new = tl.maximum(m_i, tl.max(s, 1))
-    alpha = tl.exp2(m_i - m_new)  # rescales what was accumulated under the old running max
-    p = tl.exp2(s - m_new[:, None])
-    l_i = l_i * alpha + tl.sum(p, 1)  # the normaliser counts every kept key, dropped or not
-    if DROPOUT:
-        p = tl.where(_keep(seed, row_offsets, pos_n, dropout_p), p / (1.0 - dropout_p), 0.0)
-    acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PRECISION)
-    return acc, m_new, l_i
-
-
-@triton.jit
-def _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_n, dropout_p,
-               DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
-    """Probabilities (after dropout, for dV) and score gradients (for dQ, dK) of one tile."""
-    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * _LOG2E
-    p = tl.where(ok, tl.exp2(s - lse[:, None]), 0.0)
-    dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
-    if DROPOUT:
-        keep = _keep(seed, row_offsets, pos_n, dropout_p)
-        p_out = tl.where(keep, p / (1.0 - dropout_p), 0.0)
-        dp = tl.where(keep, dp / (1.0 - dropout_p), 0.0)
-    else:
-        p_out = p
-    # softmax backward: ds = p * (dp - sum_j p_j dp_j), and that sum is rowsum(dO * O) = delta
-    return p_out, p * (dp - delta[:, None])
-
-
-@triton.jit
-def _fwd_kernel(
-    Q, K, V, Out, Lse, Work, QueryPad, KeyExcluded, ColIndex, ColValid,
-    num_heads, n_q, n_k, n_cols, num_programs, one_sided_window, head_dim, seed, dropout_p,
-    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
-):
-    bh = tl.program_id(1)
-    b, h = bh // num_heads, bh % num_heads
-    residue, dilation, own_len, start, lo, hi = _work_item(Work, h, num_programs, tl.program_id(0))
-    q_base = b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh  # int64: B*H*n*D may pass 2^31
-    k_base = b.to(tl.int64) * stride_kb + h.to(tl.int64) * stride_kh
-    offs_d = tl.arange(0, BLOCK_D)
-    d_in = offs_d < head_dim  # head dims that are not a power of two are padded to BLOCK_D
-
-    t_m = start + tl.arange(0, BLOCK_M)  # sub-sequence indices of this block's queries
-    m_in = t_m < own_len
-    pos_m = residue + t_m * dilation
-    row_ok = m_in & (tl.load(QueryPad + b * n_q + pos_m, mask=m_in, other=1) == 0)
-    q_mask = m_in[:, None] & d_in[None, :]
-    q_offsets = q_base + pos_m[:, None] * stride_qn + offs_d[None, :]
-    q = tl.load(Q + q_offsets, mask=q_mask, other=0.0)
-    row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
-
-    # Running max starts finite, so a row that has seen no valid key yet keeps alpha = 1
-    # instead of exp2(-inf - -inf) = NaN.
-    m_i = tl.full([BLOCK_M], -1.0e30, tl.float32)
-    l_i = tl.zeros([BLOCK_M], tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-
-    for k_start in range(lo, hi, BLOCK_N):  # only the key tiles the band reaches
-        t_n = k_start + tl.arange(0, BLOCK_N)
-        n_in = t_n < hi
-        pos_n = residue + t_n * dilation
-        excluded = tl.load(KeyExcluded + b * n_k + pos_n, mask=n_in, other=1)  # padding or global
-        kv_mask = n_in[:, None] & d_in[None, :]
-        k = tl.load(K + k_base + pos_n[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(V + k_base + pos_n[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        rel = t_m[:, None] - t_n[None, :]
-        ok = (rel <= one_sided_window) & (rel >= -one_sided_window) & (excluded == 0)[None, :]
-        acc, m_i, l_i = _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_n, dropout_p,
-                                      DROPOUT, PRECISION)
-
-    for g_start in range(0, n_cols, BLOCK_G):  # global columns: every query sees them
-        g = g_start + tl.arange(0, BLOCK_G)
-        g_in = g < n_cols
-        valid = tl.load(ColValid + b * n_cols + g, mask=g_in, other=0)  # samples differ in count
-        pos_g = tl.load(ColIndex + b * n_cols + g, mask=g_in, other=0)
-        kv_mask = g_in[:, None] & d_in[None, :]
-        k = tl.load(K + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(V + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        ok = (valid != 0)[None, :] & m_in[:, None]
-        acc, m_i, l_i = _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_g, dropout_p,
-                                      DROPOUT, PRECISION)
-
-    l_safe = tl.where(l_i > 0.0, l_i, 1.0)
-    out = tl.where(row_ok[:, None], acc / l_safe[:, None], 0.0)  # padded query rows are zero
-    tl.store(Out + q_offsets, out.to(Out.dtype.element_ty), mask=q_mask)
-    tl.store(Lse + bh * n_q + pos_m, tl.where(row_ok, m_i + tl.log2(l_safe), 0.0), mask=m_in)
-
-
-@triton.jit
-def _bwd_delta_kernel(Out, DO, Delta, num_rows, head_dim, stride_row, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr):
-    # Out and DO seen as (B*H*n_q, D) rows. Fused so that neither goes through float32 copies.
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, BLOCK_D)
-    mask = (rows < num_rows)[:, None] & (offs_d < head_dim)[None, :]
-    offsets = rows.to(tl.int64)[:, None] * stride_row + offs_d[None, :]
-    o = tl.load(Out + offsets, mask=mask, other=0.0).to(tl.float32)
-    do = tl.load(DO + offsets, mask=mask, other=0.0).to(tl.float32)
-    tl.store(Delta + rows, tl.sum(o * do, 1), mask=rows < num_rows)
-
-
-@triton.jit
-def _bwd_dq_kernel(
-    Q, K, V, DO, DQ, Lse, Delta, Work, QueryPad, KeyExcluded, ColIndex, ColValid,
-    num_heads, n_q, n_k, n_cols, num_programs, one_sided_window, head_dim, seed, dropout_p,
-    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
-):
-    # Same walk as _fwd_kernel; the probabilities come back from the saved log-sum-exp.
-    bh = tl.program_id(1)
-    b, h = bh // num_heads, bh % num_heads
-    residue, dilation, own_len, start, lo, hi = _work_item(Work, h, num_programs, tl.program_id(0))
-    q_base = b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh
-    k_base = b.to(tl.int64) * stride_kb + h.to(tl.int64) * stride_kh
-    offs_d = tl.arange(0, BLOCK_D)
-    d_in = offs_d < head_dim
-
-    t_m = start + tl.arange(0, BLOCK_M)
-    m_in = t_m < own_len
-    pos_m = residue + t_m * dilation
-    row_ok = m_in & (tl.load(QueryPad + b * n_q + pos_m, mask=m_in, other=1) == 0)
-    q_mask = m_in[:, None] & d_in[None, :]
-    q_offsets = q_base + pos_m[:, None] * stride_qn + offs_d[None, :]
-    q = tl.load(Q + q_offsets, mask=q_mask, other=0.0)
-    do = tl.load(DO + q_offsets, mask=q_mask, other=0.0)
-    lse = tl.load(Lse + bh * n_q + pos_m, mask=m_in, other=0.0)
-    delta = tl.load(Delta + bh * n_q + pos_m, mask=m_in, other=0.0)
-    row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
-    dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
-
-    for k_start in range(lo, hi, BLOCK_N):
-        t_n = k_start + tl.arange(0, BLOCK_N)
-        n_in = t_n < hi
-        pos_n = residue + t_n * dilation
-        excluded = tl.load(KeyExcluded + b * n_k + pos_n, mask=n_in, other=1)
-        kv_mask = n_in[:, None] & d_in[None, :]
-        k = tl.load(K + k_base + pos_n[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(V + k_base + pos_n[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        rel = t_m[:, None] - t_n[None, :]
-        ok = (rel <= one_sided_window) & (rel >= -one_sided_window) & (excluded == 0)[None, :] & row_ok[:, None]
-        _, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_n, dropout_p, DROPOUT, PRECISION)
-        dq += tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)
-
-    for g_start in range(0, n_cols, BLOCK_G):
-        g = g_start + tl.arange(0, BLOCK_G)
-        g_in = g < n_cols
-        valid = tl.load(ColValid + b * n_cols + g, mask=g_in, other=0)
-        pos_g = tl.load(ColIndex + b * n_cols + g, mask=g_in, other=0)
-        kv_mask = g_in[:, None] & d_in[None, :]
-        k = tl.load(K + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        v = tl.load(V + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-        ok = (valid != 0)[None, :] & row_ok[:, None]
-        _, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_g, dropout_p, DROPOUT, PRECISION)
-        dq += tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)
-
-    tl.store(DQ + q_offsets, dq.to(DQ.dtype.element_ty), mask=q_mask)
-
-
-@triton.jit
-def _bwd_dkdv_kernel(
-    Q, K, V, DO, DK, DV, Lse, Delta, Work, QueryPad, KeyExcluded,
-    num_heads, n_q, n_k, num_programs, one_sided_window, head_dim, seed, dropout_p,
-    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
-):
-    # A block of band keys against the query tiles whose band reaches it (the work table is
-    # built over keys). Global keys are excluded here and get zero rows; _bwd_columns_kernel
-    # supplies their gradients.
-    bh = tl.program_id(1)
-    b, h = bh // num_heads, bh % num_heads
-    residue, dilation, own_len, start, lo, hi = _work_item(Work, h, num_programs, tl.program_id(0))
-    q_base = b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh
-    k_base = b.to(tl.int64) * stride_kb + h.to(tl.int64) * stride_kh
-    offs_d = tl.arange(0, BLOCK_D)
-    d_in = offs_d < head_dim
-
-    t_n = start + tl.arange(0, BLOCK_N)
-    n_in = t_n < own_len
-    pos_n = residue + t_n * dilation
-    key_ok = n_in & (tl.load(KeyExcluded + b * n_k + pos_n, mask=n_in, other=1) == 0)
-    kv_mask = n_in[:, None] & d_in[None, :]
-    kv_offsets = k_base + pos_n[:, None] * stride_kn + offs_d[None, :]
-    k = tl.load(K + kv_offsets, mask=kv_mask, other=0.0)
-    v = tl.load(V + kv_offsets, mask=kv_mask, other=0.0)
-    dk = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
-    dv = tl.zeros([BLOCK_N, BLOCK_D], tl.float32)
-
-    for q_start in range(lo, hi, BLOCK_M):
-        t_m = q_start + tl.arange(0, BLOCK_M)
-        m_in = t_m < hi
-        pos_m = residue + t_m * dilation
-        row_ok = m_in & (tl.load(QueryPad + b * n_q + pos_m, mask=m_in, other=1) == 0)
-        q_mask = m_in[:, None] & d_in[None, :]
-        q = tl.load(Q + q_base + pos_m[:, None] * stride_qn + offs_d[None, :], mask=q_mask, other=0.0)
-        do = tl.load(DO + q_base + pos_m[:, None] * stride_qn + offs_d[None, :], mask=q_mask, other=0.0)
-        lse = tl.load(Lse + bh * n_q + pos_m, mask=m_in, other=0.0)
-        delta = tl.load(Delta + bh * n_q + pos_m, mask=m_in, other=0.0)
-        rel = t_m[:, None] - t_n[None, :]
-        ok = (rel <= one_sided_window) & (rel >= -one_sided_window) & row_ok[:, None] & key_ok[None, :]
-        row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
-        p, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_n, dropout_p, DROPOUT, PRECISION)
-        dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision=PRECISION)
-        dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision=PRECISION)
-
-    tl.store(DK + kv_offsets, dk.to(DK.dtype.element_ty), mask=kv_mask)
-    tl.store(DV + kv_offsets, dv.to(DV.dtype.element_ty), mask=kv_mask)
-
-
-@triton.jit
-def _bwd_columns_kernel(
-    Q, K, V, DO, Lse, Delta, QueryPad, ColIndex, ColValid, DKPartial, DVPartial,
-    num_heads, n_q, n_k, n_cols, queries_per_split, head_dim, seed, dropout_p,
-    stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
-    BLOCK_M: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
-):
-    # Grid (column tiles, B*H, splits): split s reduces queries [s, s + 1) * queries_per_split
-    # into its own slot of the float32 partial sums (splits, B*H, n_cols, D), which the
-    # launcher adds up; splitting keeps the GPU busy when B*H*columns is small.
-    bh = tl.program_id(1)
-    b, h = bh // num_heads, bh % num_heads
-    split = tl.program_id(2)
-    q_base = b.to(tl.int64) * stride_qb + h.to(tl.int64) * stride_qh
-    k_base = b.to(tl.int64) * stride_kb + h.to(tl.int64) * stride_kh
-    offs_d = tl.arange(0, BLOCK_D)
-    d_in = offs_d < head_dim
-
-    g = tl.program_id(0) * BLOCK_G + tl.arange(0, BLOCK_G)
-    g_in = g < n_cols
-    valid = tl.load(ColValid + b * n_cols + g, mask=g_in, other=0)
-    pos_g = tl.load(ColIndex + b * n_cols + g, mask=g_in, other=0)
-    kv_mask = g_in[:, None] & d_in[None, :]
-    k = tl.load(K + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-    v = tl.load(V + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
-    dk = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
-    dv = tl.zeros([BLOCK_G, BLOCK_D], tl.float32)
-
-    first = split * queries_per_split
-    for q_start in range(first, tl.minimum(first + queries_per_split, n_q), BLOCK_M):
-        pos_m = q_start + tl.arange(0, BLOCK_M)  # plain positions: every residue sees the columns
-        m_in = pos_m < n_q
-        row_ok = m_in & (tl.load(QueryPad + b * n_q + pos_m, mask=m_in, other=1) == 0)
-        q_mask = m_in[:, None] & d_in[None, :]
-        q = tl.load(Q + q_base + pos_m[:, None] * stride_qn + offs_d[None, :], mask=q_mask, other=0.0)
-        do = tl.load(DO + q_base + pos_m[:, None] * stride_qn + offs_d[None, :], mask=q_mask, other=0.0)
-        lse = tl.load(Lse + bh * n_q + pos_m, mask=m_in, other=0.0)
-        delta = tl.load(Delta + bh * n_q + pos_m, mask=m_in, other=0.0)
-        ok = row_ok[:, None] & (valid != 0)[None, :]
-        row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
-        p, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_g, dropout_p, DROPOUT, PRECISION)
-        dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision=PRECISION)
-        dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision=PRECISION)
-
-    partial = ((split * tl.num_programs(1) + bh) * n_cols + g[:, None]) * head_dim + offs_d[None, :]
-    tl.store(DKPartial + partial, dk, mask=kv_mask)
-    tl.store(DVPartial + partial, dv, mask=kv_mask)
+__all__ = ["KernelConfig", "WorkEfficiency", "band_block_ranges", "kernel_config", "triton_attention",
+           "triton_global_rows", "work_efficiency"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -463,20 +73,20 @@ def _check_inputs(q, k, v, query_pad, key_excluded, col_index, col_valid, dilati
 
 
 def _forward(q, k, v, query_pad, key_excluded, col_index, col_valid, w1, dilations, dropout_p, seed, cfg):
-    """Launch _fwd_kernel. Returns out (B, H, n_q, D) and the base-2 log-sum-exp (B, H, n_q)."""
+    """Launch fwd_kernel. Returns out (B, H, n_q, D) and the base-2 log-sum-exp (B, H, n_q)."""
     _check_inputs(q, k, v, query_pad, key_excluded, col_index, col_valid, dilations)
     B, H, n_q, D = q.shape
     n_k, n_cols = k.shape[2], col_index.shape[1]
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
     lse = torch.empty((B, H, n_q), dtype=torch.float32, device=q.device)
-    work = _work_table(n_q, n_k, w1, dilations, cfg.block_m, q.device)
+    work = work_table(n_q, n_k, w1, dilations, cfg.block_m, q.device)
     grid = lambda META: (work.shape[1], B * H)  # noqa: E731
-    _fwd_kernel[grid](
+    fwd_kernel[grid](
         q, k, v, out, lse, work, query_pad, key_excluded, col_index, col_valid,
         H, n_q, n_k, n_cols, work.shape[1], w1, D, seed, dropout_p,
         q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_G=_BLOCK_G, BLOCK_D=max(16, triton.next_power_of_2(D)),
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_G=BLOCK_G_TILE, BLOCK_D=max(16, triton.next_power_of_2(D)),
         DROPOUT=dropout_p > 0.0, PRECISION=_dot_precision(q.dtype),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
     )
@@ -497,39 +107,39 @@ def _backward(
 
     delta = torch.empty((B, H, n_q), dtype=torch.float32, device=q.device)
     grid_rows = lambda META: (triton.cdiv(B * H * n_q, META["BLOCK_M"]),)  # noqa: E731
-    _bwd_delta_kernel[grid_rows](out, do, delta, B * H * n_q, D, D, BLOCK_M=cfg.block_m, BLOCK_D=block_d)
+    bwd_delta_kernel[grid_rows](out, do, delta, B * H * n_q, D, D, BLOCK_M=cfg.block_m, BLOCK_D=block_d)
     common = dict(
         DROPOUT=dropout_p > 0.0, PRECISION=_dot_precision(q.dtype), num_warps=cfg.num_warps, num_stages=cfg.num_stages
     )
     strides = (q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2))
 
-    work_q = _work_table(n_q, n_k, w1, dilations, cfg.block_m, q.device)
+    work_q = work_table(n_q, n_k, w1, dilations, cfg.block_m, q.device)
     grid_q = lambda META: (work_q.shape[1], B * H)  # noqa: E731
-    _bwd_dq_kernel[grid_q](
+    bwd_dq_kernel[grid_q](
         q, k, v, do, dq, lse, delta, work_q, query_pad, key_excluded, col_index, col_valid,
         H, n_q, n_k, n_cols, work_q.shape[1], w1, D, seed, dropout_p, *strides,
-        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_G=_BLOCK_G, BLOCK_D=block_d, **common,
+        BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_G=BLOCK_G_TILE, BLOCK_D=block_d, **common,
     )
-    work_k = _work_table(n_k, n_q, w1, dilations, cfg.block_n, q.device)
+    work_k = work_table(n_k, n_q, w1, dilations, cfg.block_n, q.device)
     grid_k = lambda META: (work_k.shape[1], B * H)  # noqa: E731
-    _bwd_dkdv_kernel[grid_k](
+    bwd_dkdv_kernel[grid_k](
         q, k, v, do, dk, dv, lse, delta, work_k, query_pad, key_excluded,
         H, n_q, n_k, work_k.shape[1], w1, D, seed, dropout_p, *strides,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, **common,
     )
     if n_cols:
         # Aim for a few hundred programs; each split walks at least one query block.
-        col_tiles = triton.cdiv(n_cols, _BLOCK_G)
+        col_tiles = triton.cdiv(n_cols, BLOCK_G_TILE)
         splits = max(1, min(triton.cdiv(n_q, cfg.block_m), triton.cdiv(256, B * H * col_tiles)))
         queries_per_split = triton.cdiv(triton.cdiv(n_q, splits), cfg.block_m) * cfg.block_m
         splits = triton.cdiv(n_q, queries_per_split)
         dk_part = torch.empty((splits, B * H, n_cols, D), dtype=torch.float32, device=q.device)
         dv_part = torch.empty_like(dk_part)
         grid_c = lambda META: (col_tiles, B * H, splits)  # noqa: E731
-        _bwd_columns_kernel[grid_c](
+        bwd_columns_kernel[grid_c](
             q, k, v, do, lse, delta, query_pad, col_index, col_valid, dk_part, dv_part,
             H, n_q, n_k, n_cols, queries_per_split, D, seed, dropout_p, *strides,
-            BLOCK_M=cfg.block_m, BLOCK_G=_BLOCK_G, BLOCK_D=block_d, **common,
+            BLOCK_M=cfg.block_m, BLOCK_G=BLOCK_G_TILE, BLOCK_D=block_d, **common,
         )
         # The band pass left zero rows at the global keys' positions; add the columns' sums
         # there. Empty slots (valid = 0) hold exact zeros, so adding them anywhere is harmless.

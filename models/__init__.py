@@ -7,22 +7,23 @@ from lfcli.kernels import BackendUnavailable, resolve_backend
 from . import registry  # noqa: F401  (installs the loader's resolver of adapter bases)
 from .checkpoint import CheckpointError, MissingHead, available_heads, load_pretrained, save_pretrained
 from .config import ConfigError, LongformerConfig
-from .longformer import (
+from .fast_paths import FAST_PATHS, apply_fast_paths
+from .heads import (
     ARCHITECTURES,
     LongformerForCoreference,
     LongformerForMaskedLM,
     LongformerForQuestionAnswering,
     LongformerForSequenceClassification,
     LongformerForTokenClassification,
-    LongformerModel,
-    SequenceTooLong,
     question_global_attention_mask,
 )
+from .longformer import LongformerModel, SequenceTooLong
 
 __all__ = [
     "ARCHITECTURES",
     "BACKEND_ENV_VAR",
     "BackendUnavailable",
+    "FAST_PATHS",
     "CheckpointError",
     "ConfigError",
     "LongformerConfig",
@@ -34,6 +35,7 @@ __all__ = [
     "LongformerModel",
     "MissingHead",
     "SequenceTooLong",
+    "apply_fast_paths",
     "available_heads",
     "load_pretrained",
     "question_global_attention_mask",

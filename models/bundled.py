@@ -17,6 +17,7 @@ here touches the network.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import importlib.util
 import json
 import os
@@ -277,8 +278,6 @@ TASK_MODELS: dict[str, BundledTaskModel] = {
 
 def task_models_dir() -> Path:
     """lfcli/data/models inside the installed package (package data, see pyproject.toml)."""
-    import importlib.resources
-
     return Path(str(importlib.resources.files("lfcli"))) / "data" / "models"
 
 

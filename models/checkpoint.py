@@ -19,10 +19,15 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
 
 from .config import ConfigError, LongformerConfig
 from .delta import DELTA_WEIGHTS, apply_delta, is_delta_folder, read_delta
+from .fast_paths import apply_fast_paths
 from .heads import HEADS
+from .longformer import set_checkpoint_io
+from .lora import ADAPTER_CONFIG, merge_into_state, read_adapter
 
 ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
 SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.")
@@ -54,9 +59,6 @@ class MissingHead(CheckpointError):
 def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
     """All tensors of a checkpoint folder: model.safetensors (or its sharded index), else
     pytorch_model.bin loaded with weights_only=True."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     single, index, legacy = folder / "model.safetensors", folder / "model.safetensors.index.json", folder / "pytorch_model.bin"
     try:
         if single.exists():
@@ -80,8 +82,6 @@ def read_state_dict(folder: Path) -> dict[str, torch.Tensor]:
 
 def is_adapter_folder(folder: Path) -> bool:
     """A LoRA adapter folder (PEFT layout) without full weights of its own."""
-    from .lora import ADAPTER_CONFIG
-
     has_weights = any((folder / f).exists() for f in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"))
     return (folder / ADAPTER_CONFIG).is_file() and not has_weights
 
@@ -134,8 +134,6 @@ def state_dict_of(folder: Path, config: LongformerConfig, prefix: str) -> dict[s
     kind = "adapter" if is_adapter_folder(folder) else "fp16 deltas"
     try:
         if is_adapter_folder(folder):
-            from .lora import merge_into_state, read_adapter
-
             adapter_config, tensors = read_adapter(folder)
             return merge_into_state(state, adapter_config, tensors, prefix)
         return apply_delta(state, read_delta(folder))
@@ -143,10 +141,12 @@ def state_dict_of(folder: Path, config: LongformerConfig, prefix: str) -> dict[s
         raise CheckpointError(f"{folder}: cannot apply the {kind} ({str(exc).splitlines()[0]})") from None
 
 
-def init_from_encoder(cls, path, config: LongformerConfig | None = None):
+def init_from_encoder(cls, path, config: LongformerConfig | None = None, fast_paths=None):
     """A new `cls` whose encoder comes from the checkpoint at `path` and whose head is
     freshly initialised (as transformers initialises it; seed torch first for a
-    reproducible head): the start of fine-tuning a task the checkpoint has no head for."""
+    reproducible head): the start of fine-tuning a task the checkpoint has no head for.
+    With the fast paths `fast_paths` (default: all; () gives the plain model), as
+    load_pretrained."""
     folder = Path(path)
     if config is None:
         config = LongformerConfig.from_json_file(folder / "config.json")
@@ -161,7 +161,7 @@ def init_from_encoder(cls, path, config: LongformerConfig | None = None):
         raise CheckpointError(f"{folder}: encoder weights missing from the checkpoint: {_names(missing)}")
     model.load_state_dict(encoder, strict=False)
     model.tie_weights()
-    return model
+    return apply_fast_paths(model, fast_paths)
 
 
 def split_prefix(name: str) -> tuple[bool, str]:
@@ -202,8 +202,10 @@ def global_from_local(state: dict[str, torch.Tensor], only_missing: bool = True)
     return copies
 
 
-def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
-    """Build `cls` (a Longformer model or head class) from a checkpoint folder."""
+def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None, fast_paths=None):
+    """Build `cls` (a Longformer model or head class) from a checkpoint folder, with the
+    speed tricks of models/fast_paths.py named in `fast_paths` (default: all of FAST_PATHS;
+    () gives the plain reference model)."""
     folder = Path(path)
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: not a checkpoint folder (expected config.json and model.safetensors)")
@@ -253,6 +255,7 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None):
             if not any(k.startswith(name + ".") for k in state):
                 module.apply(model._init_weights)
     model.tie_weights()
+    apply_fast_paths(model, fast_paths)
     model.eval()
     if device is not None:
         model.to(device=device)
@@ -286,8 +289,6 @@ def _names(items: list[str], most: int = 8) -> str:
 
 def save_pretrained(model, path) -> None:
     """Write config.json and model.safetensors that transformers (and lfcli) load back."""
-    from safetensors.torch import save_file
-
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     config = model.config
@@ -312,13 +313,9 @@ def copy_tokenizer_files(source: Path, target: Path) -> None:
 
 def available_heads(path) -> list[str]:
     """The task models a checkpoint folder can build, read from its tensor names only."""
-    from safetensors import safe_open
-
     folder = Path(path)
     single = folder / "model.safetensors"
     if is_adapter_folder(folder):
-        from .lora import read_adapter
-
         _, tensors = read_adapter(folder)
         names = [k[len("base_model.model."):] for k in tensors]
     elif is_delta_folder(folder):
@@ -334,3 +331,6 @@ def available_heads(path) -> list[str]:
         if any(split_prefix(n)[1].startswith(head.marker) for n in names):
             found.append(head.architecture)
     return found
+
+
+set_checkpoint_io(load_pretrained, save_pretrained)  # the models' from_pretrained / save_pretrained

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+from safetensors.torch import save_file
 
 from .checkpoint import TOKENIZER_FILES, CheckpointError, global_from_local, read_state_dict, split_prefix
 from .config import ConfigError, LongformerConfig
@@ -438,8 +439,6 @@ def _check(config: dict[str, Any], tensors: dict[str, torch.Tensor], arch: str, 
 
 # -- writing -------------------------------------------------------------------------------
 def _write(folder: Path, config: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
-    from safetensors.torch import save_file
-
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
 
 DELTA_WEIGHTS = "delta_model.safetensors"
 DELTA_FORMAT = "lfcli-delta-fp16/1"
@@ -69,15 +71,11 @@ def apply_delta(base: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor])
 
 def write_delta(state: dict[str, torch.Tensor], base: dict[str, torch.Tensor], folder: Path) -> None:
     """delta_model.safetensors of `state` over `base` into `folder`."""
-    from safetensors.torch import save_file
-
     folder.mkdir(parents=True, exist_ok=True)
     save_file(delta_of(state, base), str(folder / DELTA_WEIGHTS), metadata={"format": "pt", "lfcli": DELTA_FORMAT})
 
 
 def read_delta(folder: Path) -> dict[str, torch.Tensor]:
-    from safetensors import safe_open
-
     with safe_open(str(folder / DELTA_WEIGHTS), "pt") as f:
         if (f.metadata() or {}).get("lfcli") != DELTA_FORMAT:
             raise ValueError(f"{folder / DELTA_WEIGHTS}: not an lfcli delta file ({DELTA_FORMAT})")

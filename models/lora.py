@@ -23,8 +23,9 @@ import math
 from pathlib import Path
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
 
 from .heads import HEADS
 
@@ -136,8 +137,6 @@ def adapter_state(model: nn.Module) -> dict[str, torch.Tensor]:
 
 def save_adapter(model: nn.Module, folder: Path, base_model: str, r: int, alpha: float, dropout: float, targets=DEFAULT_TARGETS) -> None:
     """adapter_config.json + adapter_model.safetensors into `folder` (PEFT's layout)."""
-    from safetensors.torch import save_file
-
     heads, task_type = list(_head_modules(model)), HEADS[type(model).__name__].peft_task_type
     config = {
         "peft_type": "LORA",
@@ -159,8 +158,6 @@ def save_adapter(model: nn.Module, folder: Path, base_model: str, r: int, alpha:
 
 def read_adapter(folder: Path) -> tuple[dict, dict[str, torch.Tensor]]:
     """(adapter_config, tensors) of an adapter folder."""
-    from safetensors.torch import load_file
-
     config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
     if config.get("peft_type") != "LORA":
         raise ValueError(f"{folder / ADAPTER_CONFIG}: peft_type {config.get('peft_type')!r}; lfcli reads LORA adapters")

@@ -17,7 +17,8 @@ import torch
 from .bundled import resolve_model
 from .checkpoint import CheckpointError, copy_tokenizer_files, is_over_base
 from .config import LongformerConfig
-from .longformer import ARCHITECTURES, LongformerModel
+from .heads import ARCHITECTURES
+from .longformer import LongformerModel
 from .registry import adapter_base, base_reference, tokenizer_folder
 
 

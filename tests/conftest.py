@@ -110,9 +110,10 @@ def lfcli_checkpoint(tmp_path_factory):
     """`make(arch, **config) -> (folder, lfcli model in eval mode)`, cached per session.
 
     The lfcli model is built from a LongformerConfig with random weights and written with
-    lfcli's own `save_pretrained`.
+    lfcli's own `save_pretrained`; it runs the fast paths, as a loaded model does (the plain
+    model against them: tests/test_fast_paths.py).
     """
-    from lfcli.models import ARCHITECTURES, LongformerConfig
+    from lfcli.models import ARCHITECTURES, LongformerConfig, apply_fast_paths
 
     cache: dict[str, tuple] = {}
 
@@ -121,7 +122,7 @@ def lfcli_checkpoint(tmp_path_factory):
         key = _key(arch, cfg)
         if key not in cache:
             torch.manual_seed(0)
-            model = ARCHITECTURES[arch](LongformerConfig.from_dict(cfg))
+            model = apply_fast_paths(ARCHITECTURES[arch](LongformerConfig.from_dict(cfg)))
             randomize_(model, seed=100 + len(cache))
             model.eval()
             folder = tmp_path_factory.mktemp("lfcli_" + arch)

@@ -30,7 +30,7 @@ from lfcli.kernels import blocks as blocks_module
 from lfcli.kernels.chunked import global_columns
 from lfcli.kernels.reference import allowed_keys
 from lfcli.models import LongformerConfig, LongformerModel
-from lfcli.models.longformer import LongformerSelfAttention
+from lfcli.models.fast_paths import GlobalRowAlgebra as LongformerSelfAttention  # the folded and the projected paths
 
 # Absolute floor, times the magnitude of the exact results: ~8 ulp for fp32, ~1 ulp for bf16
 # (whose last-place rounding of the output alone is half an ulp).

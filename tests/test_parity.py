@@ -107,7 +107,7 @@ def test_encoder_matches_transformers(hf_checkpoint, overrides, lengths, n, glob
 def test_feed_forward_in_row_chunks_matches_transformers(hf_checkpoint, monkeypatch, ffn_rows):
     """Inference runs the FFN on `ffn_rows` positions at a time (B*n rows flattened, so a
     chunk can straddle two samples and end on a ragged tail): same numbers as transformers."""
-    from lfcli.models.longformer import LongformerLayer
+    from lfcli.models.fast_paths import ChunkedFeedForward as LongformerLayer  # where ffn_rows lives
 
     monkeypatch.setattr(LongformerLayer, "ffn_rows", ffn_rows)
     folder, theirs = hf_checkpoint("LongformerModel", num_hidden_layers=2, attention_window=8)

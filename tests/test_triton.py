@@ -51,7 +51,7 @@ from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 from lfcli.kernels import banded_attention  # noqa: E402
 from lfcli.kernels.reference import allowed_keys, reference_attention, reference_global_rows  # noqa: E402
 
-IN_PROCESS = ON_GPU or (isinstance(tl.sum, InterpretedFunction) and isinstance(tb._fwd_kernel, InterpretedFunction))
+IN_PROCESS = ON_GPU or (isinstance(tl.sum, InterpretedFunction) and isinstance(tb.fwd_kernel, InterpretedFunction))
 
 SMALL = tb.KernelConfig(block_m=16, block_n=16, num_warps=4, num_stages=1)
 slow = pytest.mark.skipif(not SLOW, reason="large case: set LFCLI_SLOW_TESTS=1")
@@ -166,7 +166,7 @@ def test_band_block_ranges_other_side_longer_or_shorter(length, other_length):
 
 def test_work_table_covers_every_position_once():
     n, w1, dilations = 37, 3, (1, 2, 5)
-    table = tb._work_table(n, n, w1, dilations, 16, torch.device("cpu"))
+    table = tb.work_table(n, n, w1, dilations, 16, torch.device("cpu"))
     for h, d in enumerate(dilations):
         covered = []
         for residue, dil, own_len, start, lo, hi in table[h].tolist():
@@ -407,14 +407,14 @@ def test_torch_compile_sees_the_op():
 
 
 def test_model_runs_through_the_kernels(monkeypatch):
-    from lfcli.models import LongformerConfig, LongformerModel
+    from lfcli.models import LongformerConfig, LongformerModel, apply_fast_paths
 
     config = LongformerConfig(
         vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
         attention_window=8, max_position_embeddings=80, attention_dilation=[[1, 2], [1, 1]],
     )
     torch.manual_seed(0)
-    model = LongformerModel(config).to(DEVICE).eval()
+    model = apply_fast_paths(LongformerModel(config)).to(DEVICE).eval()  # with the fast paths, as loading builds it
     with torch.no_grad():  # non-zero biases, so a mask slip would show
         for p in model.parameters():
             p.add_(0.05 * torch.randn_like(p))
@@ -443,14 +443,14 @@ def test_model_runs_through_the_kernels(monkeypatch):
 def test_model_with_many_globals_uses_the_global_rows_kernel(monkeypatch):
     """G*H >= hidden: the model projects every position with key/value_global and, on the
     triton backend, runs the global rows through triton_global_rows."""
-    from lfcli.models import LongformerConfig, LongformerModel
+    from lfcli.models import LongformerConfig, LongformerModel, apply_fast_paths
 
     config = LongformerConfig(
         vocab_size=50, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37,
         attention_window=8, max_position_embeddings=80,
     )
     torch.manual_seed(2)
-    model = LongformerModel(config).to(DEVICE).eval()
+    model = apply_fast_paths(LongformerModel(config)).to(DEVICE).eval()  # with the fast paths, as loading builds it
     ids = torch.randint(3, 50, (2, 41), device=DEVICE)
     attention_mask = torch.ones_like(ids)
     attention_mask[1, 33:] = 0
@@ -469,14 +469,14 @@ def test_model_with_many_globals_uses_the_global_rows_kernel(monkeypatch):
 
 
 def test_model_gradients_match_chunked():
-    from lfcli.models import LongformerConfig, LongformerModel
+    from lfcli.models import LongformerConfig, LongformerModel, apply_fast_paths
 
     config = LongformerConfig(
         vocab_size=50, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
         attention_window=8, max_position_embeddings=80, attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0,
     )
     torch.manual_seed(1)
-    model = LongformerModel(config).to(DEVICE)
+    model = apply_fast_paths(LongformerModel(config)).to(DEVICE)  # with the fast paths, as loading builds it
     ids = torch.randint(3, 50, (2, 23), device=DEVICE)
     attention_mask = torch.ones_like(ids)
     attention_mask[0, 19:] = 0

@@ -31,7 +31,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from lfcli.models import LongformerForMaskedLM, LongformerModel, MissingHead
+from lfcli.models import LongformerForMaskedLM, LongformerModel, MissingHead, apply_fast_paths
 from lfcli.models.checkpoint import GLOBAL_PROJECTIONS, copy_tokenizer_files, global_from_local
 
 from ...errors import InputError
@@ -125,6 +125,7 @@ def load_mlm_model(folder: Path, seed: int, log: Callable[[str], None]):
     state = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
     mlm.longformer.load_state_dict(state, strict=True)
     mlm.tie_weights()
+    apply_fast_paths(mlm)  # as from_pretrained does: the speed tricks of models/fast_paths.py
     log(f"{folder}: no masked-LM head in the checkpoint; a new one tied to the word embeddings is trained")
     return mlm, "new"
 
