@@ -29,7 +29,6 @@ windows' overlap, padding and every non-matmul op show as distance from 1.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time

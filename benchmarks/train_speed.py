@@ -17,7 +17,7 @@ fp32 logits, backward. Two modes, as `lfcli finetune --adapter full|lora` trains
         modules have the same names.
 Dropout as `lfcli finetune` sets it, on both sides: attention-probability dropout 0,
 hidden-state dropout 0.1 (transformers' default), models in train mode. The gradient
-clipping + AdamW update (`lfcli.pipelines.train.loop.make_optimizer`, clip at 1.0) is timed
+clipping + AdamW update (`lfcli.pipelines.train.optimizer.make_optimizer`, clip at 1.0) is timed
 apart, on lfcli's parameters (transformers' are the same tensors in number and shape).
 
 Roofline: 3x the forward FLOPs at the rate of a large matmul of the run's dtype timed in the

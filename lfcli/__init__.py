@@ -16,15 +16,9 @@ import os as _os
 for _name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
     _os.environ.setdefault(_name, "256")
 
+from lfcli.pipelines.io.document import Document  # noqa: E402
+
 from .api import Pipeline, classify, corefs, embed, qa, read_documents, show  # noqa: E402
-
-
-def __getattr__(name):
-    if name == "Document":
-        from lfcli.pipelines.io.document import Document
-
-        return Document
-    raise AttributeError(name)
 
 
 __all__ = ["Document", "Pipeline", "classify", "corefs", "embed", "qa", "read_documents", "show", "__version__"]

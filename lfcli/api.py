@@ -17,11 +17,10 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator
 
 from lfcli.pipelines import registry
+from lfcli.pipelines.io.document import Document
 
 
 def _documents(docs: Iterable[Any], empty_ok: bool = False) -> Iterator:
-    from lfcli.pipelines.io.document import Document
-
     for i, doc in enumerate(docs):
         if isinstance(doc, Document):
             yield doc
@@ -45,7 +44,7 @@ def Pipeline(task: str, model: str | None = None, **options):
     temperature, question, top_k, pooling, normalize; and chunk_docs, chunk_seconds (how
     many documents, and about how many seconds of work, between one burst of rows and the
     next). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
-    from lfcli.pipelines.infer.runner import Pipeline as _Pipeline
+    from lfcli.pipelines.infer.runner import Pipeline as _Pipeline  # lazy: torch, not for `import lfcli`
 
     return _Pipeline(task, model, **options)
 
@@ -81,7 +80,7 @@ def corefs(docs, model: str | None = None, **options) -> list[dict]:
 
 def read_documents(paths: list[str], **options):
     """Stream documents from files, folders, .jsonl, .parquet or "-" (stdin), as the CLI does."""
-    from lfcli.pipelines.io.readers import iter_documents
+    from lfcli.pipelines.io.readers import iter_documents  # lazy: pyarrow
 
     return iter_documents(list(paths), **options)
 
@@ -92,6 +91,6 @@ def show(rows: list[dict], texts=None) -> str:
 
     >>> docs = ["Teodor lit the lamp. He watched the ships."]
     >>> open("chains.html", "w").write(lfcli.show(lfcli.corefs(docs), docs))"""
-    from lfcli.pipelines.view.show import show_rows
+    from lfcli.pipelines.view.show import show_rows  # lazy: pyarrow
 
     return show_rows(rows, texts)

@@ -15,22 +15,16 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import get_args, get_origin
+from typing import Callable, get_args, get_origin
 
 import typer
 from typer.core import TyperGroup
 from typing_extensions import Annotated
 
+from lfcli.pipelines import registry
 from lfcli.pipelines.errors import LfcliError
-from lfcli.pipelines.infer.precision import cpu_name, describe_auto
 
 from . import __version__
-# task_cli imports the task commands' options from here for now; options.py declares them.
-from .options import (  # noqa: F401
-    Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
-    IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
-    TextColumn, Workers,
-)
 
 _PLAIN_TYPES = {int: "INT", float: "FLOAT", str: "TEXT", Path: "PATH"}
 
@@ -100,6 +94,8 @@ def machine_line() -> str:
     """torch, the CPU, and the floating-point path `--dtype auto` takes on it."""
     import torch  # lazy: --help and --version stay fast
 
+    from lfcli.pipelines.infer.precision import cpu_name, describe_auto  # lazy: torch
+
     cuda = f", CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
     return f"torch {torch.__version__}, {cpu_name()}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"
 
@@ -139,6 +135,20 @@ def guarded(command):
             fail(f"internal error: {type(exc).__name__}: {exc} (set LFCLI_DEBUG=1 for a traceback)", 1)
 
     return run
+
+
+def follow_tasks(group: typer.Typer, has: Callable, make: Callable) -> None:
+    """Keep one command in `group` for each registered task that `has(spec)`, made by
+    `make(spec)`: from the task's registration on, and gone when it is unregistered."""
+
+    def follow(event: str, spec) -> None:
+        if not has(spec):
+            return
+        group.registered_commands[:] = [c for c in group.registered_commands if c.name != spec.name]
+        if event == "added":
+            make(spec)
+
+    registry.watch(follow)
 
 
 def options_after(shared):

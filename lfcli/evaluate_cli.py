@@ -1,4 +1,5 @@
-"""`lfcli evaluate classify|qa|corefs PRED GOLD`: scores of predictions against gold labels.
+"""`lfcli evaluate TASK PRED GOLD`: scores of predictions against gold labels, for each task the
+registry (pipelines/registry.py) has an Evaluation for.
 
 The scores go to stdout as one JSON object (the data of this command); a readable table goes
 to stderr (plain text when stderr is not a terminal). The formats, the id matching and the
@@ -14,30 +15,30 @@ import sys
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 from typing_extensions import Annotated
 
 from lfcli.pipelines import registry
+from lfcli.pipelines.errors import UsageError
+from lfcli.pipelines.wording import plural
 
 from .app import app, guarded
+from .options import task_option
 
 
 def _evaluate(
-    task: Annotated[str, typer.Argument(help="classify, qa or corefs.", show_default=False)],
+    task: Annotated[str, typer.Argument(help="The task whose output PRED is.", show_default=False)],
     pred: Annotated[str, typer.Argument(help="lfcli's output for TASK: .jsonl, .json or .parquet.", show_default=False)],
-    gold: Annotated[str, typer.Argument(
-        help="classify: .jsonl/.parquet with id, label, or a folder of LABEL/ subfolders; qa: SQuAD .json, or "
-        ".jsonl with id, answers; corefs: CoNLL-2012 file or folder, .jsonl with id, clusters, or a GAP .tsv.",
-        show_default=False)],
+    gold: Annotated[str, typer.Argument(help="The gold answers (formats per task above).", show_default=False)],
     ids: Annotated[Optional[str], typer.Option(
         "--ids", help="Only these gold documents: a file with one id per line (CoNLL: file names without extension).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No table on stderr.")] = False,
     **task_options,
 ):
-    """Score predictions: accuracy and F1 (classify), SQuAD EM/F1 (qa), MUC, B3, CEAF-e and
-    CoNLL F1 (corefs; GAP F1 and bias for a GAP .tsv). Gold ids without a prediction, and
-    failed rows, count as wrong; a prediction id not in gold is an error."""
-    from lfcli.pipelines.errors import UsageError
-    from lfcli.pipelines.eval.evaluate import evaluate as run
+    """Score predictions against gold. Gold ids without a prediction, and failed rows, count as
+    wrong; a prediction id not in gold is an error."""
+    from lfcli.pipelines.eval.evaluate import evaluate as run  # lazy: pyarrow, not for --help
 
     names = registry.tasks("evaluate")
     if task not in names:
@@ -67,19 +68,26 @@ def _flags(name: str) -> str:
     return _task_options()[name].flags[0]
 
 
+def _help() -> str:
+    """The command's help: what each task scores and which gold it reads (from its home)."""
+    lines = [inspect.cleandoc(_evaluate.__doc__), ""]
+    for name in registry.tasks("evaluate"):
+        evaluation = registry.get(name).evaluation
+        lines.append(f"{name}: {evaluation.measures}. GOLD: {evaluation.gold_help}.\n")
+    return "\n".join(lines)
+
+
 def _command():
     """`lfcli evaluate` with every task's own options after the shared ones (each None unless
     given: a task's default is its own)."""
     params = [p for p in inspect.signature(_evaluate, eval_str=True).parameters.values() if p.kind is not p.VAR_KEYWORD]
-    for option in _task_options().values():
-        params.append(inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None,
-                                        annotation=Annotated[Optional[option.type], typer.Option(*option.flags, help=option.help)]))
+    params += [task_option(option, default=None) for option in _task_options().values()]
 
     def evaluate(**kwargs):
         return _evaluate(**kwargs)
 
     evaluate.__signature__ = inspect.Signature(params)
-    evaluate.__doc__ = _evaluate.__doc__
+    evaluate.__doc__ = _help()
     return app.command("evaluate")(guarded(evaluate))
 
 
@@ -87,11 +95,6 @@ _command()
 
 
 def _print_table(result: dict) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from lfcli.pipelines.wording import plural
-
     tty = sys.stderr.isatty()
     console = Console(stderr=True, color_system="auto" if tty else None, highlight=False, soft_wrap=not tty)
     task = result["task"]

@@ -17,6 +17,7 @@ from typing_extensions import Annotated
 
 from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.infer.catalog import BUILD_SECONDS, announce_build, convert_checkpoint, list_models
+from lfcli.pipelines import registry
 from lfcli.pipelines.progress import record_line
 from lfcli.pipelines.tasks.mlm.config import PretrainConfig
 from lfcli.pipelines.wording import plural
@@ -105,8 +106,8 @@ def pretrain_continue(
     """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
     from lfcli.models.bundled import DEFAULT_MODEL  # lazy: torch, not for --help
     from lfcli.pipelines.infer.runner import check_backend, resolve_device  # lazy: torch
-    from lfcli.pipelines.tasks.mlm.pretrain import pretrain_continue as run  # lazy: torch
 
+    run = registry.get("mlm", "pretrain").pretrain
     torch_device = resolve_device(device)
     check_backend(attention_backend, torch_device)
     model = model or DEFAULT_MODEL

@@ -6,10 +6,15 @@ meaning, named for it, side by side below, so a reader sees why they differ.
 typer takes an option's default from the command's signature, not from the alias: the
 commands give each one from the place the pipelines define it (e.g. PretrainConfig), or the
 plain value of a flag (False) or of "not given" (None). Nothing here imports more than typer.
+
+A task's own options are plain data in its home (lfcli.pipelines.registry.Option);
+`task_option` makes one a typer parameter, and `shared("text_column")` there means the
+shared option of that name below (SHARED).
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import List, Optional
 
 import typer
@@ -21,7 +26,6 @@ Corpus = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folder
 TrainingData = Annotated[List[str], typer.Argument(help="Training data (see the command's help for the formats).", show_default=False)]
 TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
 IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Id field/column (default: 'id' when present, else the row number).")]
-LabelColumn = Annotated[str, typer.Option("--label-column", help="Label field / column.")]
 Glob = Annotated[Optional[str], typer.Option("--glob", "-g", help="Only files in folders matching this pattern, e.g. '*.txt'.")]
 EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
@@ -32,7 +36,7 @@ Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled mod
 BaseModel = Annotated[Optional[str], typer.Option("--model", "-m", help="Base model: bundled name (see `lfcli models`) or checkpoint folder (default: the bundled base). A LoRA adapter folder or bundled task model is trained on from where it stands.")]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]
 # finetune qa trains on shorter windows than it reads with (a question and its passage).
-TrainingMaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: qa 256, others the model's positions).")]
+TrainingMaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: the task's, in the help above).", show_default=False)]
 Device = Annotated[str, typer.Option("--device", "-d", help="auto (CUDA when there is a GPU, else cpu), cpu, cuda, cuda:1, ...")]
 Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a CPU with native bf16, else float32; `lfcli --version --verbose` says which), float32, bfloat16 or float16.")]
 Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
@@ -72,26 +76,16 @@ Seed = Annotated[int, typer.Option("--seed", help="Seeds everything random in a 
 # -- finetune ----------------------------------------------------------------------------------
 Validation = Annotated[Optional[List[str]], typer.Option("--validation", help="Validation data in the training data's format (default: held out from DATA).")]
 ValidationSplit = Annotated[float, typer.Option("--validation-split", help="Share of DATA held out for validation when --validation is not given (seeded).")]
-Epochs = Annotated[Optional[float], typer.Option("--epochs", help="Passes over the training data (default: classify 6, qa 2, corefs 16; --max-steps overrides it).")]
-FinetuneLr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (default with LoRA: 5e-4 classify, 1e-3 qa and corefs; 5e-5 full).")]
-BatchTokens = Annotated[Optional[int], typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches; default: classify and qa 16384, corefs 2048).", show_default=False)]
+Epochs = Annotated[Optional[float], typer.Option("--epochs", help="Passes over the training data (default: the task's, in the help above; --max-steps overrides it).", show_default=False)]
+FinetuneLr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (default: the task's for the --adapter, in the help above).", show_default=False)]
+BatchTokens = Annotated[Optional[int], typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches; default: the task's, in the help above).", show_default=False)]
 Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
 LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]
 FinetuneFreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="With --adapter full: keep the base's embedding tables as they are (the trained model then differs from its base in the layers and head only).")]
 Delta = Annotated[bool, typer.Option("--delta", help="With --adapter full: write the weights as fp16 differences from the base model (a fraction of a full checkpoint; with --freeze-embeddings, the layers and head only).")]
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
-Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: classify 3, qa 2, corefs 6).", show_default=False)]
+Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: the task's, in the help above).", show_default=False)]
 Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
-ClassWeights = Annotated[str, typer.Option("--class-weights", help="auto: weigh classes by n / (k * n_class) in the loss; none.")]
-FirstWindowOnly = Annotated[bool, typer.Option("--first-window-only", help="Train on each document's first window only.")]
-Negatives = Annotated[float, typer.Option("--negatives", help="SQuAD JSON: chance that a question also trains on a no-answer window of another paragraph of its article.")]
-MaxEval = Annotated[int, typer.Option("--max-eval", help="Validation questions scored at each evaluation (CPU time).")]
-TrainIds = Annotated[Optional[str], typer.Option("--ids", help="Train only on the documents listed in this file (one id per line, e.g. LitBank's train.ids).")]
-ValidationIds = Annotated[Optional[str], typer.Option("--validation-ids", help="Validate on these documents (of --validation, else of DATA).")]
-Gap = Annotated[Optional[List[str]], typer.Option("--gap", help="GAP TSV files (A-coref/B-coref labels) whose rows also train the pronoun's antecedent.")]
-GapValidation = Annotated[Optional[str], typer.Option("--gap-validation", help="A GAP TSV scored at each evaluation; the best model then has the best mean of CoNLL F1 and GAP F1.")]
-FfnnSize = Annotated[Optional[int], typer.Option("--ffnn-size", help="Width of the coreference head's mention and antecedent layers (default 128).")]
-GapWeight = Annotated[Optional[float], typer.Option("--gap-weight", help="How much a GAP row's loss weighs against a training document's (default 0.2).")]
 
 # -- pretrain-continue -------------------------------------------------------------------------
 SequencesPerStep = Annotated[int, typer.Option("--batch-size", "-b", help="Sequences per step and process.")]
@@ -115,3 +109,31 @@ Texts = Annotated[Optional[List[str]], typer.Option(
                    "several (default: the inputs its job record names, when they are still there).")]
 Metric = Annotated[Optional[str], typer.Option("--metric", help="Evaluation field to draw, e.g. exact_match or accuracy (default: the task's score; bits per token for pretraining).")]
 Title = Annotated[Optional[str], typer.Option("--title", help="Title over both panels (default: RUN_DIR's name and the update reached).")]
+
+
+# The shared options a task's home can name with registry.shared(NAME): (alias, default).
+SHARED = {"text_column": (TextColumn, "text"), "id_column": (IdColumn, None)}
+
+
+def with_task_options(command, options, *, name: str, doc: str):
+    """`command` (whose own parameters are the command's arguments and options, then a keyword
+    `options` and **task_opts) with the typer parameters of a task's `options` after its own."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values()
+           if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    command.__signature__ = inspect.Signature(own + [task_option(o) for o in options])
+    command.__name__ = name.replace("-", "_")
+    command.__doc__ = doc
+    return command
+
+
+def task_option(option, default=...) -> inspect.Parameter:
+    """A task's own option (a registry.Option, plain data in its home) as the typer parameter of
+    a command; `default` overrides the option's own (evaluate: None, "not given")."""
+    if not option.flags:
+        alias, value = SHARED[option.name]
+        return inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=alias,
+                                 default=value if default is ... else default)
+    default = option.default if default is ... else default
+    kind = option.type if default is not None else Optional[option.type]
+    return inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                             annotation=Annotated[kind, typer.Option(*option.flags, help=option.help)])

@@ -31,7 +31,7 @@ def show(
     required) that opens from disk with no network: chains in colour, answers in their
     passages, labels in a sortable table. Documents are matched to rows by id."""
     # lazy: the readers and the pages (50 ms) are not for --help
-    from lfcli.pipelines.view.show import document_texts, read_output, recorded_inputs, render, task_of, write_page
+    from lfcli.pipelines.view.show import document_texts, read_output, recorded_inputs, render, task_of, write_page  # lazy: pyarrow, not for --help
 
     if output is None or output == "-":
         raise UsageError("show writes a page: give -o NAME.html")

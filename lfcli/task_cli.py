@@ -6,29 +6,32 @@ a typo fails at once; `--engine ray` hands the same job to pipelines/infer/ray_e
 
 from __future__ import annotations
 
-import inspect
-from typing import Optional
+import time
+from pathlib import PurePath
 
 import typer
-from typing_extensions import Annotated
 
 from lfcli.pipelines import registry
+from lfcli.pipelines.errors import InputError, UsageError
+from lfcli.pipelines.io.jobs import job_record
+from lfcli.pipelines.progress import progress_reporter
+from lfcli.pipelines.wording import plural
 
-from .app import (
+from .app import app, follow_tasks, guarded, options_after
+from .options import (
     Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
     IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
-    TextColumn, Workers, app, guarded, options_after,
+    TextColumn, Workers, with_task_options,
 )
 
 
 def _run_task(task: str, inputs: list[str], output: str | None, model: str | None, options: dict, **task_opts):
     """Run `task` over `inputs` with the shared `options` and the task's own Pipeline options."""
-    from lfcli.pipelines.errors import UsageError
-    from lfcli.pipelines.io.jobs import job_record
-    from lfcli.pipelines.progress import progress_reporter
-    from lfcli.pipelines.io.readers import inputs_with_field, iter_documents
-    from lfcli.pipelines.infer.runner import Pipeline, check_options, check_questions, model_name, window_tokenizer
-    from lfcli.pipelines.io.writers import open_writer
+    from lfcli.pipelines.infer.runner import (  # lazy: torch, not for --help
+        Pipeline, check_options, check_questions, model_name, window_tokenizer,
+    )
+    from lfcli.pipelines.io.readers import inputs_with_field, iter_documents  # lazy: pyarrow
+    from lfcli.pipelines.io.writers import open_writer  # lazy: pyarrow
 
     spec = registry.get(task)
     read, job, pipe_opts = _job(model, options)
@@ -47,7 +50,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     if page and job["engine"] is not None and job["engine"].engine == "ray":
         raise UsageError("--engine ray writes a Parquet folder, not a page: run it, then `lfcli show FOLDER --text ...`")
     if job.get("engine") is not None and job["engine"].engine == "ray":
-        from lfcli.pipelines.infer.ray_engine import run_ray
+        from lfcli.pipelines.infer.ray_engine import run_ray  # lazy: torch
 
         _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet)
         return
@@ -83,9 +86,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
 def _page_of(task: str, docs, record: dict, output: str):
     """(`docs` passed on with each one's text kept, the function that draws the page of the
     job's rows over those texts) for `-o NAME.html`."""
-    from pathlib import PurePath
-
-    from lfcli.pipelines.view.show import render
+    from lfcli.pipelines.view.show import render  # lazy: pyarrow
 
     texts: dict[str, str | None] = {}
 
@@ -102,7 +103,7 @@ def _page_of(task: str, docs, record: dict, output: str):
 
 def _engine(options: dict):
     """The --engine options, checked before any input is read (the engine module has no Ray import)."""
-    from lfcli.pipelines.infer.ray_engine import engine_options
+    from lfcli.pipelines.infer.ray_engine import engine_options  # lazy: torch
 
     return engine_options(options["engine"], options["ray_address"], options["workers"], options["gpus_per_worker"],
                           options["cpus_per_worker"])
@@ -112,11 +113,6 @@ def _finish(stats, already_done: int, first_error: str | None, quiet: bool) -> N
     """The job's closing lines on stderr: failures first, then rates over the documents that
     ran (a failed document costs nothing, so counting it would inflate docs/s). A job whose
     every document failed exits 1, its error rows written all the same: it made nothing."""
-    import time
-
-    from lfcli.pipelines.errors import InputError
-    from lfcli.pipelines.wording import plural
-
     already = f"; {already_done} already in the output" if already_done else ""
     if stats.docs and stats.errors == stats.docs:
         raise InputError(f"all {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error}){already}")
@@ -143,8 +139,6 @@ def _job(model: str | None, options: dict) -> tuple[dict, dict, dict]:
     read = dict(text_column=o["text_column"], id_column=o["id_column"], glob=o["glob"],
                 encoding_errors=o["encoding_errors"], input_format=o["input_format"])
     if o["row_group_size"] < 1:
-        from lfcli.pipelines.errors import UsageError
-
         raise UsageError("--row-group-size must be positive")
     job = dict(force=o["force"], resume=o["resume"], on_error=o["on_error"], row_group_size=o["row_group_size"])
     pipe = dict(
@@ -170,13 +164,6 @@ def _shared_options(
 job_options = options_after(_shared_options)
 
 
-def _typer_option(option: registry.Option) -> inspect.Parameter:
-    """A task's own option (plain data in its home) as the typer parameter of its command."""
-    kind = option.type if option.default is not None else Optional[option.type]
-    return inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=option.default,
-                             annotation=Annotated[kind, typer.Option(*option.flags, help=option.help)])
-
-
 def task_command(spec: registry.TaskSpec):
     """`lfcli TASK INPUT... [-o OUT] [-m MODEL] [its own options] [the shared options]`: one
     command per registered task, its options from its home."""
@@ -185,20 +172,8 @@ def task_command(spec: registry.TaskSpec):
         _run_task(spec.name, inputs, output, model, options, **task_opts)
 
     # INPUT first, then -o and -m, then the task's own options (the shared ones: job_options)
-    first = list(inspect.signature(command, eval_str=True).parameters.values())[:3]
-    command.__signature__ = inspect.Signature(first + [_typer_option(o) for o in spec.options])
-    command.__name__ = spec.name.replace("-", "_")
-    command.__doc__ = spec.summary
+    with_task_options(command, spec.options, name=spec.name, doc=spec.summary)
     return app.command(spec.name)(guarded(job_options(command)))
 
 
-def _follow(event: str, spec: registry.TaskSpec) -> None:
-    """A command for each task that runs on documents, from its registration on."""
-    if spec.runner is None:
-        return
-    app.registered_commands[:] = [c for c in app.registered_commands if c.name != spec.name]
-    if event == "added":
-        task_command(spec)
-
-
-registry.watch(_follow)
+follow_tasks(app, lambda spec: spec.runner is not None, task_command)  # a command per task that runs on documents

@@ -1,4 +1,5 @@
-"""`lfcli finetune classify|qa|corefs DATA -o DIR`: train a task model on the shared trainer.
+"""`lfcli finetune TASK DATA -o DIR`: train a task model on the shared trainer, one command per
+trainable task in the registry (pipelines/registry.py), its options and defaults from its home.
 
 The trained folder is an ordinary model: `lfcli TASK -m DIR`. Progress (loss, tokens/s, ETA)
 and a line per evaluation go to stderr; the run's summary (JSON) is the command's data on
@@ -16,12 +17,11 @@ from typing_extensions import Annotated
 
 from lfcli.pipelines.progress import record_line
 
-from .app import app, guarded, options_after
+from .app import app, follow_tasks, guarded, options_after
 from .options import (
-    Adapter, AveragedAdapter, Autocast, BaseModel, BatchTokens, ClassWeights, Delta, Device, Epochs, FfnnSize,
-    FinetuneFreezeEmbeddings, FinetuneLr, FirstWindowOnly, Gap, GapValidation, GapWeight, Global, IdColumn,
-    LabelColumn, LoraRank, MaxEval, MaxSteps, Merge, Negatives, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder,
-    Seed, StartOver, TextColumn, TrainIds, TrainingData, TrainingMaxLength, Validation, ValidationIds, ValidationSplit,
+    Adapter, AveragedAdapter, Autocast, BaseModel, BatchTokens, Delta, Device, Epochs, FinetuneFreezeEmbeddings,
+    FinetuneLr, Global, LoraRank, MaxSteps, Merge, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder, Seed,
+    StartOver, TrainingData, TrainingMaxLength, Validation, ValidationSplit, with_task_options,
 )
 
 finetune_app = typer.Typer(
@@ -29,14 +29,6 @@ finetune_app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(finetune_app, name="finetune")
-
-# Learning rates per (task, adapter): LoRA's low-rank updates start at zero and want a
-# larger step than a full fine-tune, which moves pretrained weights directly.
-DEFAULT_LR = {("classify", "lora"): 5e-4, ("qa", "lora"): 1e-3, ("corefs", "lora"): 1e-3,
-              ("classify", "full"): 5e-5, ("qa", "full"): 5e-5, ("corefs", "full"): 5e-5}
-DEFAULT_EPOCHS = {"classify": 6.0, "qa": 2.0, "corefs": 16.0}  # corefs: ~1,500 updates of one LitBank document
-DEFAULT_BATCH_TOKENS = {"classify": 16384, "qa": 16384, "corefs": 2048}  # corefs: one LitBank document an update
-DEFAULT_PATIENCE = {"classify": 3, "qa": 2, "corefs": 6}
 
 
 def _training_options(
@@ -53,12 +45,13 @@ def _training_options(
 training_options = options_after(_training_options)
 
 
-def _run(task: str, data, output, model, options: dict, **task_options):
-    """Train `task` with the shared `options` (each default the task's) and the task's own."""
+def _run(spec, data, output, model, options: dict, **task_options):
+    """Train the task `spec` with the shared `options` (each default the task's, spec.training)
+    and the task's own (its home's finetune_options)."""
     from lfcli.pipelines.train.finetune import finetune  # lazy: torch, not for --help
     from lfcli.pipelines.train.loop import TrainConfig  # lazy: torch
 
-    o = options
+    o, defaults = options, spec.training
     live = sys.stderr.isatty() and not o["quiet"]
 
     def log(record: dict) -> None:
@@ -67,13 +60,13 @@ def _run(task: str, data, output, model, options: dict, **task_options):
             typer.echo(line, err=True)
 
     config = TrainConfig(
-        lr=o["lr"] or DEFAULT_LR[(task, o["adapter"] if o["adapter"] in ("lora", "full") else "lora")],
-        epochs=o["epochs"] or DEFAULT_EPOCHS[task], max_steps=o["max_steps"],
-        batch_tokens=DEFAULT_BATCH_TOKENS[task] if o["batch_tokens"] is None else o["batch_tokens"], seed=o["seed"],
-        patience=DEFAULT_PATIENCE[task] if o["patience"] is None else o["patience"], autocast=o["autocast"],
+        lr=o["lr"] or defaults.lr["full" if o["adapter"] == "full" else "lora"],
+        epochs=o["epochs"] or defaults.epochs, max_steps=o["max_steps"],
+        batch_tokens=defaults.batch_tokens if o["batch_tokens"] is None else o["batch_tokens"], seed=o["seed"],
+        patience=defaults.patience if o["patience"] is None else o["patience"], autocast=o["autocast"],
     )
     summary = finetune(
-        task, data, output, model=model, validation=o["validation"], validation_split=o["validation_split"],
+        spec.name, data, output, model=model, validation=o["validation"], validation_split=o["validation_split"],
         adapter=o["adapter"], lora_rank=o["lora_rank"], merge=o["merge"], freeze_embeddings=o["freeze_embeddings"],
         delta=o["delta"], max_length=o["max_length"], global_policy=o["global_"], train_config=config,
         device=o["device"], resume=o["resume"], force=o["force"], log=None if o["quiet"] else log, progress=live,
@@ -82,49 +75,29 @@ def _run(task: str, data, output, model, options: dict, **task_options):
     typer.echo(json.dumps(summary, default=float))
     if not o["quiet"]:
         typer.echo(f"lfcli: best validation score {summary.get('best_score')} at update {summary.get('best_step')}; "
-                   f"model in {output} (use it with: lfcli {task} ... -m {output})", err=True)
+                   f"model in {output} (use it with: lfcli {spec.name} ... -m {output})", err=True)
 
 
-@finetune_app.command("classify")
-@guarded
-@training_options
-def finetune_classify(
-    data: TrainingData, output: RunFolder, model: BaseModel = None,
-    text_column: TextColumn = "text", label_column: LabelColumn = "label", id_column: IdColumn = None,
-    class_weights: ClassWeights = "auto", first_window_only: FirstWindowOnly = False,
-    *, options: dict,
-):
-    """Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one
-    subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."""
-    _run("classify", data, output, model, options, text_column=text_column, label_column=label_column,
-         id_column=id_column, class_weights=class_weights, first_window_only=first_window_only)
+def _defaults_help(defaults) -> str:
+    """The task's training defaults, for its command's help (they live in its home)."""
+    length = f", --max-length {defaults.max_length}" if defaults.max_length else ""
+    return (f"Defaults: --lr {defaults.lr['lora']:g} (LoRA) or {defaults.lr['full']:g} (--adapter full), "
+            f"--epochs {defaults.epochs:g}, --batch-tokens {defaults.batch_tokens}, --patience {defaults.patience}{length}.")
 
 
-@finetune_app.command("qa")
-@guarded
-@training_options
-def finetune_qa(
-    data: TrainingData, output: RunFolder, model: BaseModel = None, negatives: Negatives = 0.5, max_eval: MaxEval = 600,
-    *, options: dict,
-):
-    """Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or
-    text), question and answers ({text, answer_start} lists). Validation holds out whole articles."""
-    _run("qa", data, output, model, options, negatives=negatives, max_eval=max_eval)
+def finetune_command(spec):
+    """`lfcli finetune TASK DATA -o DIR [-m MODEL] [its own options] [the training options]`:
+    one command per trainable task, its options and defaults from its home."""
+
+    def command(data: TrainingData, output: RunFolder, model: BaseModel = None, *, options: dict, **task_opts):
+        _run(spec, data, output, model, options, **task_opts)
+
+    with_task_options(command, spec.finetune_options, name="finetune_" + spec.name,
+                      doc=f"{spec.finetune_summary}\n\n{_defaults_help(spec.training)}")
+    return finetune_app.command(spec.name)(guarded(training_options(command)))
 
 
-@finetune_app.command("corefs")
-@guarded
-@training_options
-def finetune_corefs(
-    data: TrainingData, output: RunFolder, model: BaseModel = None,
-    ids: TrainIds = None, validation_ids: ValidationIds = None, gap: Gap = None, gap_validation: GapValidation = None,
-    ffnn_size: FfnnSize = None, gap_weight: GapWeight = None,
-    *, options: dict,
-):
-    """Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders
-    (coreference in the last column), or JSONL with text and clusters of {start, end} spans."""
-    _run("corefs", data, output, model, options, ids=ids, validation_ids=validation_ids, gap=gap,
-         gap_validation=gap_validation, ffnn_size=ffnn_size, gap_weight=gap_weight)
+follow_tasks(finetune_app, lambda spec: spec.finetune is not None, finetune_command)  # one per trainable task
 
 
 @app.command("merge")

@@ -7,6 +7,9 @@ import sys
 import time
 from contextlib import contextmanager
 
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
 from .wording import plural
 
 
@@ -50,8 +53,6 @@ def progress_reporter(quiet: bool = False, stream=None):
     if quiet or not stream.isatty():
         yield lambda stats: None
         return
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     progress = Progress(
         SpinnerColumn(),

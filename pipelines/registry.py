@@ -15,6 +15,7 @@ A TaskSpec holds values and functions, no machinery:
   training   `finetune`: the setup `lfcli finetune TASK` trains (pipelines/train/setups.py's
              Setup), and its defaults
   evaluation `evaluation`: how `lfcli evaluate TASK` reads gold and scores rows
+  pretraining `pretrain`: the run `lfcli pretrain-continue` starts (mlm)
 """
 
 from __future__ import annotations
@@ -35,10 +36,16 @@ class Option:
     for a switch with both spellings."""
 
     name: str  # the keyword the task's runner gets
-    flags: tuple[str, ...]
-    type: type
+    flags: tuple[str, ...]  # () for `shared(name)`
+    type: type = str
     default: Any = None
     help: str = ""
+
+
+def shared(name: str) -> Option:
+    """A task's use of one of the CLI's shared options (e.g. "text_column"), declared once in
+    lfcli/options.py with its flags, help and default."""
+    return Option(name, ())
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ class Evaluation:
     fill_table  (a rich Table, the result) -> None: the table `lfcli evaluate` prints on stderr
     from_row    a row as read -> the shape `field` expects (corefs: chains -> clusters)
     options     the task's own `lfcli evaluate` options
+    gold_help   the gold formats it reads, for the command's help
+    measures    what it scores, for the command's help
     """
 
     field: str
@@ -75,6 +84,8 @@ class Evaluation:
     fill_table: Callable
     from_row: Callable[[dict], dict] = _as_read
     options: tuple[Option, ...] = ()
+    gold_help: str = ""
+    measures: str = ""
 
 
 def _no_check(options: dict) -> None:
@@ -109,9 +120,12 @@ class TaskSpec:
     row_fields: tuple[str, ...] = ()  # fields only its rows have (which task wrote an output)
     row_form: int = 1  # bumped when its rows change shape: an output of another form is never resumed
     finetune: Callable | None = None  # the Setup `lfcli finetune TASK` trains; None: not trainable
+    finetune_summary: str = ""  # `lfcli finetune TASK`'s help: what it trains, the data it reads
     training: TrainingDefaults | None = None
-    finetune_options: tuple[Option, ...] = ()
+    finetune_options: tuple[Option, ...] = ()  # its own options there (the Setup's keywords)
     evaluation: Evaluation | None = None
+    # (corpus, model, output, PretrainConfig, **run options) -> summary: `lfcli pretrain-continue`
+    pretrain: Callable | None = None
 
 
 _TASKS: dict[str, TaskSpec] = {}
@@ -166,11 +180,12 @@ def _load_builtins() -> None:
 
 def tasks(kind: str | None = None) -> tuple[str, ...]:
     """Every registered task's name, in registration order; `kind` keeps those that run on
-    documents ("infer"), draw a page ("page"), train ("finetune") or score ("evaluate")."""
+    documents ("infer"), draw a page ("page"), train ("finetune"), score ("evaluate") or
+    pretrain ("pretrain")."""
     _load_builtins()
     have = {"infer": lambda s: s.runner is not None, "page": lambda s: s.page is not None,
             "finetune": lambda s: s.finetune is not None, "evaluate": lambda s: s.evaluation is not None,
-            None: lambda s: True}[kind]
+            "pretrain": lambda s: s.pretrain is not None, None: lambda s: True}[kind]
     return tuple(name for name, spec in _TASKS.items() if have(spec))
 
 

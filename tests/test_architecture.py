@@ -11,6 +11,11 @@ circle until the function runs), relative and absolute. Three rules:
 * no circles between modules, whichever way they are spelt.
 * no private name (a leading underscore) imported from another module, nor read off an
   imported module (`readers._walk`): what one module offers another is public.
+
+And the house rules of docs/architecture.md: no module over 500 lines nor function over ~80;
+no task's name tested (or used as a table's key) outside its home under
+lfcli.pipelines.tasks; and every import inside a function says why in a comment (an
+optional dependency, or a heavy one kept lazy for `lfcli --help`).
 """
 
 from __future__ import annotations
@@ -259,3 +264,116 @@ CASES = {
 def test_the_checker_on_small_packages(tmp_path, case):
     files, expected = CASES[case]
     assert sorted(_toy(tmp_path, files)) == expected
+
+
+# -- size and task names ---------------------------------------------------------------------
+MAX_MODULE_LINES = 500  # a module past this is split where a reader would look for the parts
+MAX_FUNCTION_LINES = 80  # a function past this is split into named steps
+TASK_NAMES = ("classify", "qa", "embed", "corefs", "mlm")
+HOMES = "lfcli.pipelines.tasks"
+
+
+def size_problems(packages: dict[str, Path]) -> list[str]:
+    """Modules over MAX_MODULE_LINES lines and functions over MAX_FUNCTION_LINES."""
+    problems = []
+    for module, path in modules_of(packages).items():
+        where = path.relative_to(path.parents[1])
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n") + (not text.endswith("\n"))
+        if lines > MAX_MODULE_LINES:
+            problems.append(f"{where}: {lines} lines (at most {MAX_MODULE_LINES}: split it at a seam)")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    problems.append(f"{where}:{node.lineno}: {node.name} has {length} lines (at most {MAX_FUNCTION_LINES})")
+    return problems
+
+
+def _names_in(node: ast.AST) -> list[str]:
+    """The task names a literal holds: a string, or a tuple, list or set of strings."""
+    elements = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return [e.value for e in elements if isinstance(e, ast.Constant) and e.value in TASK_NAMES]
+
+
+def task_name_problems(packages: dict[str, Path], homes: str = HOMES) -> list[str]:
+    """Outside the tasks' homes, a test of a task's name (`task == "qa"`, `task in ("qa", ...)`)
+    or a table keyed by task names: what is particular to a task belongs in its home, found
+    through the registry."""
+    problems = []
+    for module, path in modules_of(packages).items():
+        if module == homes or module.startswith(homes + "."):
+            continue
+        where = path.relative_to(path.parents[1])
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Compare):
+                named = [n for side in (node.left, *node.comparators) for n in _names_in(side)]
+                if named:
+                    problems.append(f"{where}:{node.lineno}: tests the task name {named[0]!r}")
+            elif isinstance(node, ast.Dict):
+                keys = list(dict.fromkeys(n for k in node.keys if k is not None for n in _names_in(k)))
+                if len(keys) >= 2:
+                    problems.append(f"{where}:{node.lineno}: a table keyed by task names ({', '.join(keys)})")
+    return problems
+
+
+def unexplained_imports(packages: dict[str, Path]) -> list[str]:
+    """Imports inside functions without a word of why (a comment on the import, or on another
+    import of the same run of import lines): imports go at the top of a module, except an
+    optional dependency and the few heavy ones kept lazy so that `lfcli --help` stays fast."""
+    problems = []
+    for module, path in modules_of(packages).items():
+        where = path.relative_to(path.parents[1])
+        text = path.read_text(encoding="utf-8")
+        lines = text.split("\n")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            imports = [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+            spans = sorted((n.lineno, n.end_lineno) for n in imports)
+            runs: list[list[int]] = []  # runs of adjacent import statements: [first, last]
+            for first, last in spans:
+                if runs and first == runs[-1][1] + 1:
+                    runs[-1][1] = last
+                else:
+                    runs.append([first, last])
+            for first, last in runs:
+                if not any("#" in line for line in lines[first - 1:last]):
+                    problems.append(f"{where}:{first}: an import inside a function with no comment saying why")
+    return sorted(set(problems))
+
+
+def test_no_module_or_function_too_long():
+    problems = size_problems(package_dirs())
+    assert not problems, "\n".join(problems)
+
+
+def test_imports_inside_functions_say_why():
+    problems = unexplained_imports(package_dirs())
+    assert not problems, "\n".join(problems)
+
+
+def test_no_task_name_tested_outside_the_tasks_homes():
+    problems = task_name_problems(package_dirs())
+    assert not problems, "\n".join(problems)
+
+
+def test_the_size_and_task_name_checks_catch_what_they_are_for(tmp_path):
+    long_body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    _write(tmp_path, {
+        "top/__init__.py": "",
+        "top/runner.py": f"def run(task):\n    if task == 'qa':\n        return 1\n{long_body}",
+        "top/table.py": "LR = {'classify': 1, 'qa': 2}\nok = {'classify': 1}\nBY = {('classify', 'x'): 1, ('qa', 'x'): 2}\n",
+        "top/big.py": "x = 1\n" * (MAX_MODULE_LINES + 1),
+        "top/tasks/__init__.py": "",
+        "top/tasks/qa.py": "def mine(task):\n    return task in ('qa', 'corefs')\n",
+        "top/lazy.py": "def f():\n    import json\n\n\ndef g():\n    import torch  # lazy: --help\n    import os\n",
+    })
+    packages = {"top": tmp_path / "top"}
+    assert [p.split(":")[0] for p in size_problems(packages)] == ["top/big.py", "top/runner.py"]
+    assert task_name_problems(packages, homes="top.tasks") == [
+        "top/runner.py:2: tests the task name 'qa'",
+        "top/table.py:1: a table keyed by task names (classify, qa)",
+        "top/table.py:3: a table keyed by task names (classify, qa)",
+    ]
+    assert unexplained_imports(packages) == ["top/lazy.py:2: an import inside a function with no comment saying why"]

@@ -20,6 +20,7 @@ from lfcli.cli import app
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
 CARDS_DIR = ROOT / "lfcli" / "data" / "models"
 runner = CliRunner()
 
@@ -35,7 +36,7 @@ def _card_paths() -> list[Path]:
 
 
 def _docs_with_commands() -> list[Path]:
-    return [README, *_card_paths()]
+    return [README, ARCHITECTURE, *_card_paths()]
 
 
 def _fenced_blocks(text: str) -> list[tuple[str, str]]:
@@ -191,7 +192,7 @@ def _links(path: Path) -> list[str]:
     return re.findall(r"\]\(([^)\s]+)\)", text)
 
 
-@pytest.mark.parametrize("doc", [README, BENCH_README, *_card_paths()], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("doc", [README, BENCH_README, ARCHITECTURE, *_card_paths()], ids=lambda p: str(p.relative_to(ROOT)))
 def test_links_and_anchors_resolve(doc):
     bad = []
     for target in _links(doc):
@@ -264,7 +265,7 @@ def _help_texts() -> dict[str, str]:
     return texts
 
 
-@pytest.mark.parametrize("doc", [README, BENCH_README, *_card_paths()], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("doc", [README, BENCH_README, ARCHITECTURE, *_card_paths()], ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_doc_reads_like_a_work_log(doc):
     phrases = work_log_phrases(doc.read_text(encoding="utf-8"))
     assert not phrases, f"{doc.relative_to(ROOT)}:\n" + "\n".join(phrases)

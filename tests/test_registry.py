@@ -91,6 +91,7 @@ def test_the_builtin_tasks_are_the_registrys():
     assert registry.tasks("finetune") == ("classify", "qa", "corefs")
     assert registry.tasks("evaluate") == ("classify", "qa", "corefs")
     assert registry.tasks("page") == ("classify", "qa", "corefs")
+    assert registry.tasks("pretrain") == ("mlm",)
     with pytest.raises(ValueError, match="registered twice"):
         registry.register(TaskSpec(name="qa", summary="another qa"))
     with pytest.raises(UsageError, match="unknown task 'nope'; choose one of classify, qa, embed, corefs"):

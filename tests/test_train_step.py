@@ -2,7 +2,7 @@
 
 The fast step is what `lfcli finetune` and `pretrain-continue` run on the CPU: the band's own
 autograd function (kernels/chunked_grad.py), the torch.rand dropout (kernels/fused.py) and
-PyTorch's fused AdamW (train.loop.make_optimizer). Its twin is the readable eager path: autograd
+PyTorch's fused AdamW (train.optimizer.make_optimizer). Its twin is the readable eager path: autograd
 through the joined softmax (LFCLI_BAND_GRAD=autograd). With dropout off and a fixed seed both
 give the same loss and gradients, within the dtype's tolerance, in fp32 and under bf16
 autocast; and the fused AdamW update equals the for-each one.

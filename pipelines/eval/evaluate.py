@@ -1,19 +1,13 @@
 """`lfcli evaluate TASK PRED GOLD`: read lfcli's predictions and a gold file, and score them.
 
 PRED is lfcli's own output (``.jsonl``, ``.json`` array or ``.parquet``): rows with ``id`` and,
-for good rows, ``label`` (classify), ``answer`` (qa) or ``clusters`` (corefs: lists of
-``{start, end, text}`` character spans); rows with a non-null ``error`` are failed documents.
+for good rows, the field the task's Evaluation names (``label``, ``answer``, ``clusters`` read
+from corefs' chains); rows with a non-null ``error`` are failed documents.
 
-GOLD, by task:
-
-* classify: ``.jsonl``/``.json``/``.parquet`` records with ``id`` and ``label``, or a folder with
-  one subfolder per label, whose files have the ids lfcli's folder reader gives them (the path
-  relative to the folder: ``law/case1.txt``); hidden files and files at the top level skipped.
-* qa: SQuAD JSON (``{"data": [{"paragraphs": [{"qas": [...]}]}]}``; ids are the ``qas`` ids),
-  or records with ``id`` and ``answers``: a list of ``{text, answer_start}``, a list of
-  strings, or ``{"text": [...], ...}`` (the Hugging Face layout).
-* corefs: a CoNLL-2012 file or folder (:mod:`lfcli.pipelines.io.conll`), records with ``id`` and
-  ``clusters`` in PRED's format, or a GAP ``.tsv`` (scored with GAP's own measure).
+GOLD: each task's home reads its own (``pipelines/tasks/<task>/evaluation.py``, named in its
+``registry.Evaluation``): classify a labelled ``.jsonl``/``.parquet`` or a folder of label
+subfolders, qa SQuAD JSON or records with ``answers``, corefs CoNLL-2012, records with
+``clusters`` or a GAP ``.tsv``. This module holds what every task shares:
 
 Matching ids. A prediction's id matches the gold id it equals; failing that, the gold id it
 ends with after a ``/`` (PRED made from several inputs prefixes the folder: ``docs/law/a.txt``),

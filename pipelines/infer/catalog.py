@@ -13,7 +13,7 @@ BUILD_SECONDS = 5
 
 def tasks_of_class(architecture: str) -> list[str]:
     """The commands a checkpoint class serves (the bare encoder: embed, and classify zero-shot)."""
-    from lfcli.models.heads import ENCODER, HEADS
+    from lfcli.models.heads import ENCODER, HEADS  # lazy: torch, not for --help
 
     if architecture == ENCODER:
         return ["embed", "classify --labels (zero-shot)"]
@@ -24,7 +24,7 @@ def tasks_of_class(architecture: str) -> list[str]:
 def list_models() -> list[dict]:
     """The bundled models: name, description, whether usable here (`available`: None or why
     not), whether already built into the cache, and their tasks."""
-    from lfcli.models.bundled import (
+    from lfcli.models.bundled import (  # lazy: torch, not for --help
         BUNDLED, DEFAULT_MODEL, TASK_MODELS, bundled_available, default_model, is_built, task_model_path,
     )
 
@@ -63,7 +63,7 @@ def list_models() -> list[dict]:
 def announce_build(name: str) -> None:
     """One line on stderr before a bundled model is built into the cache (its first use), so
     the first run's pause is explained."""
-    from lfcli.models.bundled import BUNDLED, bundled_available, bundled_path, is_built
+    from lfcli.models.bundled import BUNDLED, bundled_available, bundled_path, is_built  # lazy: torch, not for --help
 
     if name in BUNDLED and not is_built(name) and bundled_available(name) is None:
         print(f"lfcli: building the bundled model {name} into {bundled_path(name)} (once, about {BUILD_SECONDS} s)",
@@ -72,8 +72,8 @@ def announce_build(name: str) -> None:
 
 def convert_checkpoint(src: str, out: str, *, max_positions: int, attention_window: int, force: bool) -> Path:
     """`lfcli convert`: a BERT/RoBERTa/Longformer checkpoint -> a long Longformer checkpoint."""
-    from lfcli.models import CheckpointError
-    from lfcli.models.convert import convert_to_long
+    from lfcli.models import CheckpointError  # lazy: torch, not for --help
+    from lfcli.models.convert import convert_to_long  # lazy: torch
 
     target = Path(out)
     if target.exists() and any(target.iterdir()) if target.is_dir() else target.exists():

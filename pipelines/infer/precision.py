@@ -12,13 +12,12 @@ is tested in bf16 on GPUs only).
 from __future__ import annotations
 
 import os
+import platform
 from contextlib import nullcontext
-from typing import TYPE_CHECKING
+
+import torch
 
 from ..errors import UsageError
-
-if TYPE_CHECKING:  # torch is imported where it is used: `--help` and option checks stay fast
-    import torch
 
 DTYPES = {"auto": "auto", "float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
           "float16": "float16", "fp16": "float16"}
@@ -45,8 +44,6 @@ def _cpu_flags() -> set[str]:
 
 
 def cpu_name() -> str:
-    import platform
-
     return _cpuinfo("model name") or platform.processor() or platform.machine()
 
 
@@ -55,7 +52,6 @@ def cpu_has_native_bf16() -> bool:
     sees it (its CPU capability query), else as /proc/cpuinfo says."""
     if os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().lower() in _ONEDNN_WITHOUT_BF16:
         return False
-    import torch
 
     query = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
     amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
@@ -69,8 +65,6 @@ def cpu_has_native_bf16() -> bool:
 
 def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     """The torch dtype of a `--dtype` value on this device ("auto": see the module doc)."""
-    import torch
-
     if name not in DTYPES:
         raise UsageError(f"--dtype {name!r}: choose auto, float32, bfloat16 or float16")
     name = DTYPES[name]
@@ -95,8 +89,6 @@ def check_autocast(mode: str) -> None:
 def autocast_for(device: torch.device, mode: str = "auto"):
     """A context factory for training: bf16 autocast on CUDA and on CPUs with native bf16
     ("auto"), or as asked ("bf16" / "none"). Returns (factory, uses_bf16)."""
-    import torch
-
     check_autocast(mode)
     use = mode == "bf16" or (mode == "auto" and (device.type == "cuda" or cpu_has_native_bf16()))
     if not use:

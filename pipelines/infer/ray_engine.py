@@ -40,15 +40,19 @@ import time
 import warnings
 from dataclasses import dataclass
 
+import pyarrow as pa
+import torch
+
+from .. import registry
 from ..errors import InputError, LfcliError, UsageError
 from ..io.jobs import job_record
-from ..progress import note
+from ..io.parquet_writer import normalize_schema
 from ..io.readers import Document
-from .. import registry
+from ..progress import note
+from ..wording import plural
 from .ray_inputs import DOC_COLUMNS, list_inputs, read_row_groups, reader_options, remaining_units, take_group, unit_key
 from .ray_manifest import Manifest
-from .runner import Stats, check_options, check_questions, model_name
-from ..wording import plural
+from .runner import Pipeline, Stats, check_options, check_questions, model_name
 
 ENGINES = ("local", "ray")
 INSTALL_HINT = "--engine ray needs Ray: pip install 'lfcli[ray]'"
@@ -134,7 +138,7 @@ def require_ray(starts_local: bool):
         if not any(isinstance(f, _DropRayNoise) for f in logger.filters):
             logger.addFilter(_DropRayNoise(text))
     try:
-        import ray
+        import ray  # optional: the ray extra
         import ray.data  # noqa: F401
     except ImportError:
         raise UsageError(INSTALL_HINT) from None
@@ -149,12 +153,8 @@ class TaskActor:
     """One actor of the pool: loads the model once (runner.Pipeline) and runs its batches."""
 
     def __init__(self, task: str, pipe_opts: dict, on_error: str, threads: int, tally: str | None = None):
-        import pyarrow as pa
-        import ray
-        import torch
+        import ray  # optional: the ray extra
 
-        from .runner import Pipeline
-        from ..io.parquet_writer import normalize_schema
 
         torch.set_num_threads(max(1, threads))
         # The tally actor comes by name: an actor handle among the constructor's arguments
@@ -170,8 +170,6 @@ class TaskActor:
             self.schema = normalize_schema(self.pipe.task.schema(), pa)
 
     def __call__(self, batch):
-        import pyarrow as pa
-
         # An actor that failed to start raises here, not in __init__: Ray reports a failed
         # batch as one exception, where a failed actor start fills stderr with tracebacks.
         if self.failed is not None:
@@ -269,7 +267,7 @@ def quiet_ray_data(ray, quiet: bool) -> None:
     for name in ("ray.data._internal.execution.streaming_executor_state", "ray.data.exceptions"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     if not ctx.enable_progress_bars:  # turned off on purpose: no warning that they are off
-        from ray.util.debug import log_once
+        from ray.util.debug import log_once  # optional: the ray extra
 
         log_once("ray_data_progress_manager_disabled")
 

@@ -8,10 +8,12 @@ the tokenizer itself so any checkpoint's convention is followed.
 
 from __future__ import annotations
 
+import bisect
 import re
-
 from dataclasses import dataclass
 from pathlib import Path
+
+from tokenizers import Tokenizer
 
 from ..errors import InputError
 
@@ -60,8 +62,6 @@ class DocumentTokenizer:
 
     @classmethod
     def from_folder(cls, folder: str | Path, max_length: int) -> "DocumentTokenizer":
-        from tokenizers import Tokenizer
-
         path = Path(folder) / "tokenizer.json"
         if not path.exists():
             raise InputError(f"{folder}: no tokenizer.json in the checkpoint folder")
@@ -149,8 +149,6 @@ def owned_ranges(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def token_span(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
     """First and last token (inclusive) overlapping characters [start, end): where a gold
     answer or mention lies in an encoded text (Encoded.offsets); None when no token does."""
-    import bisect
-
     ends = [b for _, b in offsets]
     first = bisect.bisect_right(ends, start)  # first token ending after `start`
     last = first
@@ -168,7 +166,5 @@ def paragraph_ids(text: str, offsets: list[tuple[int, int]]) -> list[int]:
     """The paragraph (counted from 0, a blank line ends one) of each token, by its first
     character. No mention crosses a paragraph break: a reader never sees one do so, and
     without the rule the model joined a title to the sentence under it."""
-    import bisect
-
     breaks = [m.end() for m in PARAGRAPH_BREAK.finditer(text)]
     return [bisect.bisect_right(breaks, a) for a, _ in offsets]

@@ -46,7 +46,7 @@ def model_fingerprint(name: str) -> str | None:
     for a folder (a checkpoint, a trained adapter, a bundled task model) a hash of its
     config.json and of the name, size and modification time of each weight file. None when
     the folder is not here (the job then fails on loading it)."""
-    from lfcli.models.bundled import BUNDLED, TASK_MODELS, base_fingerprint, bundled_path, task_model_path
+    from lfcli.models.bundled import BUNDLED, TASK_MODELS, base_fingerprint, bundled_path, task_model_path  # lazy: torch; writers and pages need no model
 
     if name in BUNDLED:
         return base_fingerprint(name, bundled_path(name))

@@ -13,9 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import InputError
 from .document import Document
 from .inputs import ReadOptions, check_text, id_str
-from ..errors import InputError
 
 #: rows per Parquet read batch; long documents make rows big, so keep it small.
 PARQUET_BATCH_ROWS = 64
@@ -31,9 +34,6 @@ class ParquetPlan:
 
 
 def _arrow():
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     return pa, pq
 
 

@@ -29,6 +29,9 @@ import os
 import shutil
 import time
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from ..errors import InputError
 from .inputs import id_str
 from .jobs import JOB_KEY
@@ -36,9 +39,6 @@ from .outputs import ResultWriter, fsync_dir, remove
 
 
 def _pa():
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     return pa, pq
 
 

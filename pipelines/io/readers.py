@@ -70,6 +70,10 @@ import os
 import sys
 from typing import Callable, Iterable, Iterator, Sequence
 
+import pyarrow.parquet as pq
+
+from ..errors import InputError, UsageError
+from ..progress import note
 from .document import Document
 from .inputs import ReadOptions, decode, is_blank
 from .jsonl_reader import (
@@ -82,8 +86,7 @@ from .jsonl_reader import (
     jsonl_head,
 )
 from .parquet_reader import PARQUET_BATCH_ROWS, parquet_documents, parquet_plan
-from ..errors import InputError, UsageError
-from ..progress import note
+from .semeval import is_articles_file, iter_articles
 
 __all__ = [
     "Document",
@@ -211,7 +214,6 @@ def _prepare(path: str, opts: ReadOptions, multi: bool) -> Iterator[Document]:
     if fmt == "jsonl":
         check_jsonl_file(path, path, opts)
         return jsonl_file_documents(path, path, path if multi else None, opts)
-    from .semeval import is_articles_file, iter_articles
 
     if opts.input_format == "auto" and is_articles_file(path):  # SemEval-2019 hyperpartisan articles
         return iter_articles(path)
@@ -368,8 +370,6 @@ def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = No
         fmt = detect_format(path, input_format)
         try:
             if fmt == "parquet":
-                import pyarrow.parquet as pq
-
                 return name in pq.read_schema(path).names
             if fmt == "jsonl":
                 with open(path, "rb") as fh:

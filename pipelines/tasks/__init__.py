@@ -10,8 +10,8 @@ here and one line below (docs/architecture.md).
 """
 
 from ..registry import register
-from . import classify, corefs, embed, qa
+from . import classify, corefs, embed, mlm, qa
 
 # In the order messages list them.
-for _home in (classify, qa, embed, corefs):
+for _home in (classify, qa, embed, corefs, mlm):
     register(_home.SPEC)

@@ -18,19 +18,32 @@ PyTorch's unfused attention path and costs ~40% of the step time; hidden-state d
 
 from __future__ import annotations
 
+import copy
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 
-from lfcli.models.checkpoint import TOKENIZER_FILES, copy_tokenizer_files
-from lfcli.models.delta import DELTA_WEIGHTS
+from lfcli.models import ARCHITECTURES, LongformerConfig, MissingHead
+from lfcli.models.bundled import BUNDLED, DEFAULT_MODEL, base_fingerprint, resolve_model
+from lfcli.models.checkpoint import (
+    TOKENIZER_FILES, base_state_dict, copy_tokenizer_files, init_from_encoder, is_adapter_folder, is_over_base,
+)
+from lfcli.models.delta import DELTA_WEIGHTS, write_delta
+from lfcli.models.lora import (
+    ADAPTER_CONFIG, ADAPTER_WEIGHTS, add_lora, load_adapter, merge_lora, read_adapter, save_adapter,
+    trainable_parameters,
+)
+from lfcli.models.registry import adapter_base, base_reference, tokenizer_folder
 
-from ..errors import InputError, UsageError
 from .. import registry
-from .setups import MIN_TRAIN_LENGTH
+from ..errors import InputError, UsageError
+from ..infer.policies import check_policy
+from ..infer.runner import resolve_device
 from .loop import TrainConfig, TrainingRun, train
+from .setups import MIN_TRAIN_LENGTH
 
 # What a run writes to DIR (removed by --force before a new run; nothing else there is).
 MODEL_FILES = ("config.json", "model.safetensors", "adapter_config.json", "adapter_model.safetensors", DELTA_WEIGHTS,
@@ -54,10 +67,6 @@ class ContinuedAdapter:
 def own_base(folder: Path) -> tuple[str, Path, str]:
     """(name, folder, pinned sha256) of the base an adapter or delta folder was trained over:
     a bundled name as it is, a folder as an absolute path."""
-    from lfcli.models import LongformerConfig
-    from lfcli.models.bundled import BUNDLED, base_fingerprint
-    from lfcli.models.registry import adapter_base, base_reference
-
     config = LongformerConfig.from_json_file(folder / "config.json")
     name, pinned = base_reference(folder, config)
     root = adapter_base(folder, config)
@@ -67,11 +76,6 @@ def own_base(folder: Path) -> tuple[str, Path, str]:
 
 def continued_adapter(folder: Path) -> ContinuedAdapter | None:
     """The adapter in `folder` to continue, or None when `folder` is not an adapter folder."""
-    import json
-
-    from lfcli.models.checkpoint import is_adapter_folder
-    from lfcli.models.lora import ADAPTER_CONFIG
-
     if not is_adapter_folder(folder):
         return None
     try:
@@ -88,10 +92,6 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
     """The task model to train: the base's encoder with a new head (or the base's own head
     when it has this task's head with the same shape), wrapped for LoRA or left whole; or,
     `continued`, the adapter's base with the adapter's updates and head loaded to go on from."""
-    from lfcli.models import ARCHITECTURES, LongformerConfig, MissingHead
-    from lfcli.models.checkpoint import init_from_encoder
-    from lfcli.models.lora import add_lora, load_adapter, read_adapter, trainable_parameters
-
     cls = ARCHITECTURES[class_name]
     config = LongformerConfig.from_json_file(folder / "config.json")
     for key, value in (config_changes or {}).items():
@@ -136,11 +136,6 @@ def build_model(class_name: str, base: str, folder: Path, *, adapter: str, lora_
 def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_alpha: float | None, merge: bool,
                 note: dict, continued: ContinuedAdapter | None = None, delta: bool = False) -> Callable:
     """A function (model, target folder) -> None writing the model as DIR holds it."""
-    from lfcli.models.bundled import BUNDLED, base_fingerprint
-    from lfcli.models.checkpoint import is_over_base
-    from lfcli.models.lora import merge_lora, save_adapter
-    from lfcli.models.registry import tokenizer_folder
-
     # The base the written folder names and pins, resolved before training (a wrong base fails
     # now, not at the first evaluation): a continued adapter stays over its own base, and deltas
     # are taken from -m's own base when -m is itself over one (the bundled base, not a chain).
@@ -154,8 +149,6 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
     tokenizer_source = tokenizer_folder(folder)
 
     def save(model, target: Path) -> None:
-        import copy
-
         target.mkdir(parents=True, exist_ok=True)
         block = dict(model.config.extra.get("lfcli") or {})
         for stale in ("bundled", "build", "adapter", "delta"):
@@ -169,8 +162,6 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
             model.config.extra["architectures"] = [type(model).__name__]
             model.config.to_json_file(target / "config.json")
         if over_base == "delta":  # fp16 differences from the base model (models/delta.py)
-            from lfcli.models.checkpoint import base_state_dict
-            from lfcli.models.delta import write_delta
 
             prefix = f"{type(model).base_model_prefix}." if type(model).base_model_prefix else ""
             write_delta(model.state_dict(), base_state_dict(base_root, prefix), target)
@@ -188,11 +179,6 @@ def model_saver(base: str, folder: Path, *, adapter: str, lora_rank: int, lora_a
 def merge_adapter(adapter: str, out: str, force: bool = False) -> Path:
     """`lfcli merge`: an adapter folder -> a full transformers-layout checkpoint (the adapter
     merged into its base at load, then saved whole) with the tokenizer files."""
-    import json
-
-    from lfcli.models import ARCHITECTURES
-    from lfcli.models.registry import tokenizer_folder
-
     source, target = Path(adapter), Path(out)
     problem = not_an_adapter(source, "merge")
     if problem:
@@ -219,8 +205,6 @@ def refuse_existing(target: Path, force: bool) -> None:
 def not_an_adapter(folder: Path, command: str) -> str | None:
     """Why `lfcli COMMAND` (merge, average) cannot take `folder` as a LoRA adapter, in words
     (what is missing, and what it expects); None when it can."""
-    from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
-
     expects = (f"`lfcli {command}` expects a folder that `lfcli finetune` wrote with a LoRA adapter "
                f"({ADAPTER_CONFIG} and {ADAPTER_WEIGHTS})")
     if not folder.exists():
@@ -243,12 +227,6 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
              train_config: TrainConfig | None = None, device: str = "cpu", resume: bool = False, force: bool = False,
              log: Callable[[dict], None] | None = None, progress: bool = False, **task_options) -> dict:
     """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
-    from lfcli.models.bundled import DEFAULT_MODEL, resolve_model
-
-    from ..infer.runner import resolve_device
-
-    from ..infer.policies import check_policy
-
     # Every option before any data is read: a typo must not cost the minutes of reading a data set.
     spec = registry.get(task, "finetune")
     if adapter not in ADAPTERS:

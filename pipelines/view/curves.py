@@ -170,7 +170,7 @@ def draw_curves(curves: Curves, out: Path, metric: str | None = None, title: str
     """Draw `curves` into `out` (.png, .svg or .pdf by its suffix; written aside, then moved
     in place, so a reader never meets half an image). Raises PlotsMissing without matplotlib."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # optional: the plots extra
         from matplotlib.figure import Figure
         from matplotlib.ticker import MaxNLocator
     except ImportError:

@@ -9,11 +9,15 @@ import json
 import os
 from typing import Any, Iterable
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .. import registry
 from ..errors import InputError, UsageError
 from ..io.jobs import READ_OPTIONS, read_sidecar
+from ..io.parquet_writer import recorded_parquet_job
 from ..io.readers import iter_documents
 from ..wording import plural
-from .. import registry
 
 
 def task_of(rows: Iterable[dict], record: dict | None = None) -> str:
@@ -82,11 +86,6 @@ def _json_rows(path: str) -> list[dict]:
 
 
 def _parquet_rows(path: str) -> tuple[list[dict], dict | None]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ..io.parquet_writer import recorded_parquet_job
-
     try:
         rows = [_tidy(r) for r in pq.read_table(path).to_pylist()]
     except (pa.ArrowException, OSError, ValueError) as exc:

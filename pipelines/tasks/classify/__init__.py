@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError, UsageError
-from ...registry import Evaluation, Option, TaskSpec, TrainingDefaults, lazy
+from ...registry import shared, Evaluation, Option, TaskSpec, TrainingDefaults, lazy
 
 # The contrastive-training temperature of sentence-embedding models, which spreads their
 # narrow cosine range over the labels (task.ZeroShotClassifyTask).
@@ -64,6 +64,14 @@ def zero_shot(options: dict) -> bool:
     return options.get("labels") is not None
 
 
+FINETUNE_OPTIONS = (
+    shared("text_column"),
+    Option("label_column", ("--label-column",), str, "label", "Label field / column."),
+    shared("id_column"),
+    Option("class_weights", ("--class-weights",), str, "auto", "auto: weigh classes by n / (k * n_class) in the loss; none."),
+    Option("first_window_only", ("--first-window-only",), bool, False, "Train on each document's first window only."),
+)
+
 SPEC = TaskSpec(
     name="classify",
     summary="Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed).",
@@ -76,8 +84,13 @@ SPEC = TaskSpec(
     page=lazy("lfcli.pipelines.view.classify_page", "classify_page"),
     row_fields=("label",),
     finetune=lazy(__name__ + ".train", "setup_classify"),
+    finetune_summary=("Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one "
+                      "subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."),
+    finetune_options=FINETUNE_OPTIONS,
     training=TrainingDefaults(lr={"lora": 5e-4, "full": 5e-5}, epochs=6.0, batch_tokens=16384, patience=3),
     evaluation=Evaluation(field="label", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
                           score=lazy(__name__ + ".evaluation", "score"),
-                          fill_table=lazy(__name__ + ".evaluation", "fill_table")),
+                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),
+                          gold_help=".jsonl/.parquet with id, label, or a folder of LABEL/ subfolders",
+                          measures="accuracy and F1"),
 )

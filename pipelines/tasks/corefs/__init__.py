@@ -6,6 +6,8 @@ into chains); training in train.py; this module's SPEC is what the registry hold
 
 from __future__ import annotations
 
+from typing import List
+
 from ...registry import Evaluation, Option, TaskSpec, TrainingDefaults, lazy
 
 OPTIONS = (
@@ -14,6 +16,20 @@ OPTIONS = (
 EVALUATE_OPTIONS = (
     Option("singletons", ("--singletons/--no-singletons",), bool, None,
            "corefs: headline CoNLL F1 with (default) or without one-mention clusters; the JSON has both."),
+)
+
+FINETUNE_OPTIONS = (
+    Option("ids", ("--ids",), str, None, "Train only on the documents listed in this file (one id per line, e.g. "
+           "LitBank's train.ids)."),
+    Option("validation_ids", ("--validation-ids",), str, None, "Validate on these documents (of --validation, else of DATA)."),
+    Option("gap", ("--gap",), List[str], None, "GAP TSV files (A-coref/B-coref labels) whose rows also train the "
+           "pronoun's antecedent."),
+    Option("gap_validation", ("--gap-validation",), str, None, "A GAP TSV scored at each evaluation; the best model "
+           "then has the best mean of CoNLL F1 and GAP F1."),
+    Option("ffnn_size", ("--ffnn-size",), int, None, "Width of the coreference head's mention and antecedent layers "
+           "(default 128)."),
+    Option("gap_weight", ("--gap-weight",), float, None, "How much a GAP row's loss weighs against a training "
+           "document's (default 0.2)."),
 )
 
 SPEC = TaskSpec(
@@ -31,10 +47,15 @@ SPEC = TaskSpec(
     # 2: chains of {name, mentions}, where form 1 had clusters (lists of mentions)
     row_form=2,
     finetune=lazy(__name__ + ".train", "setup_corefs"),
+    finetune_summary=("Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders "
+                      "(coreference in the last column), or JSONL with text and clusters of {start, end} spans."),
+    finetune_options=FINETUNE_OPTIONS,
     training=TrainingDefaults(lr={"lora": 1e-3, "full": 5e-5}, epochs=16.0, batch_tokens=2048, patience=6),
     evaluation=Evaluation(field="clusters", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
                           score=lazy(__name__ + ".evaluation", "score"),
                           fill_table=lazy(__name__ + ".evaluation", "fill_table"),
                           from_row=lazy(__name__ + ".evaluation", "from_row"),
-                          options=EVALUATE_OPTIONS),
+                          options=EVALUATE_OPTIONS,
+                          gold_help="CoNLL-2012 file or folder, .jsonl with id, clusters, or a GAP .tsv",
+                          measures="MUC, B3, CEAF-e and CoNLL F1; GAP F1 and bias for a GAP .tsv"),
 )

@@ -19,6 +19,15 @@ def check(options: dict) -> None:
         raise UsageError("--top-k must be at least 1")
 
 
+NEGATIVES = 0.5
+TRAIN_MAX_LENGTH = 256  # training windows: SQuAD paragraphs mostly fit
+MAX_EVAL = 600  # validation questions an evaluation scores: CPU time
+FINETUNE_OPTIONS = (
+    Option("negatives", ("--negatives",), float, NEGATIVES, "SQuAD JSON: chance that a question also trains on a "
+           "no-answer window of another paragraph of its article."),
+    Option("max_eval", ("--max-eval",), int, MAX_EVAL, "Validation questions scored at each evaluation (CPU time)."),
+)
+
 SPEC = TaskSpec(
     name="qa",
     summary="Answer a question from each document: id, question, answer, start, end, score.",
@@ -30,8 +39,13 @@ SPEC = TaskSpec(
     page=lazy("lfcli.pipelines.view.qa_page", "qa_page"),
     row_fields=("answer", "answers"),
     finetune=lazy(__name__ + ".train", "setup_qa"),
-    training=TrainingDefaults(lr={"lora": 1e-3, "full": 5e-5}, epochs=2.0, batch_tokens=16384, patience=2),
+    finetune_summary=("Train extractive question answering. DATA: SQuAD JSON, or JSONL/Parquet with context (or "
+                      "text), question and answers ({text, answer_start} lists). Validation holds out whole articles."),
+    finetune_options=FINETUNE_OPTIONS,
+    training=TrainingDefaults(lr={"lora": 1e-3, "full": 5e-5}, epochs=2.0, batch_tokens=16384, patience=2,
+                              max_length=TRAIN_MAX_LENGTH),
     evaluation=Evaluation(field="answer", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
                           score=lazy(__name__ + ".evaluation", "score"),
-                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),),
+                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),
+                          gold_help="SQuAD .json, or .jsonl with id, answers", measures="SQuAD EM/F1"),
 )

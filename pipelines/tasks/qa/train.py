@@ -39,13 +39,14 @@ from lfcli.models import LongformerConfig
 
 from ...errors import InputError
 from ...eval.metrics import squad_f1, squad_scores
-from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
 from ...infer.policies import check_policy
 from ...infer.tasks import Item, batch_tensors, model_inputs, predict_rows
 from ...infer.tokenize import token_span
 from ...io.readers import Document, iter_documents
 from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ...wording import plural
+from . import MAX_EVAL, NEGATIVES, TRAIN_MAX_LENGTH
+from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
 from .task import QATask
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
@@ -368,7 +369,7 @@ def calibrate(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: l
 
 # -- the tasks' set-ups (corefs': coref.py) ------------------------------------------------
 def setup_qa(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy, seed: int,
-             say, negatives: float = 0.5, max_eval: int | None = 1000, **_) -> Setup:
+             say, negatives: float = NEGATIVES, max_eval: int | None = MAX_EVAL, **_) -> Setup:
     """QA: windows of 256 tokens by default (SQuAD paragraphs mostly fit; the dense
     attention path is exact and fastest there); validation = whole held-out articles."""
     records, problems = read_qa_records(data)
@@ -381,7 +382,7 @@ def setup_qa(*, folder: Path, data: list[str], validation, validation_split: flo
         train_records = records
     else:
         train_records, val = split_by_article(records, validation_split, seed)
-    tok, length = training_tokenizer(folder, max_length, 256)
+    tok, length = training_tokenizer(folder, max_length, TRAIN_MAX_LENGTH)
     qa = QATask(tok, check_policy(global_policy or "question"))
     pad = LongformerConfig.from_json_file(folder / "config.json").pad_token_id
     task = QATrainTask(qa, pad, val, max_eval=max_eval)
