@@ -176,6 +176,12 @@ class LongformerConfig:
         Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
+# The coreference head's settings where config.json's "coref" block leaves one out (ffnn_size:
+# the hidden size); a new head's own choices are the corefs task's (its train.py).
+COREF_SETTINGS = {"max_span_width": 30, "top_lambda": 0.4, "mention_threshold": 0.0, "link_threshold": 0.0,
+                  "pronoun_agreement": True}
+
+
 def coref_settings(config: "LongformerConfig") -> dict:
     """config.json's "coref" block, checked: each setting of the kind it must be (JSON true or
     false for pronoun_agreement, whole numbers for the sizes, numbers for the rest), else a
@@ -185,8 +191,7 @@ def coref_settings(config: "LongformerConfig") -> dict:
         block = {}
     if not isinstance(block, dict):
         raise ConfigError(f'config.json: "coref" must be a JSON object of settings, got {_shown(block)}')
-    kinds = {"ffnn_size": (int, config.hidden_size), "max_span_width": (int, 30), "top_lambda": (float, 0.4),
-             "mention_threshold": (float, 0.0), "link_threshold": (float, 0.0), "pronoun_agreement": (bool, True)}
+    kinds = {"ffnn_size": (int, config.hidden_size), **{key: (type(value), value) for key, value in COREF_SETTINGS.items()}}
     out = {}
     for key, (kind, default) in kinds.items():
         value = block.get(key, default)

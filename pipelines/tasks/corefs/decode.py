@@ -19,6 +19,7 @@ import torch
 
 from .entities import Profile, pronoun_kind
 
+
 def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict[tuple[int, int], str]]:
     """(starts, ends, pronouns) of a text's n tokens: whether each token is the first / last
     sub-word of a word, as the tokenizer's pre-tokenizer splits words (white space and

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from lfcli.models import LongformerConfig
+from lfcli.models.config import COREF_SETTINGS
 from lfcli.models.lora import ADAPTER_CONFIG, ADAPTER_WEIGHTS
 
 from ...errors import InputError, UsageError
@@ -61,7 +62,7 @@ from .task import CorefTask, chain_spans
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
 # keeps the adapter + head of the MiniLM base at 3.8 MB (LoRA rank 16: 0.66M parameters,
 # the head 0.28M); 99.7% of LitBank's mentions are at most 30 sub-word tokens long.
-COREF_DEFAULTS = {"ffnn_size": 128, "max_span_width": 30, "top_lambda": 0.4, "mention_threshold": 0.0}
+COREF_DEFAULTS = {"ffnn_size": 128, **{key: COREF_SETTINGS[key] for key in ("max_span_width", "top_lambda", "mention_threshold")}}
 CONLL_SUFFIXES = (".conll", "_conll")
 
 
