@@ -113,9 +113,9 @@ def batch_tensors(items: list[Item], pad_id: int, device=None) -> dict:
     mask = torch.zeros((len(items), n), dtype=torch.long)
     glob = torch.zeros((len(items), n), dtype=torch.long)
     for b, it in enumerate(items):
-        m = len(it)
-        ids[b, :m] = torch.tensor(it.window.input_ids)
-        types[b, :m] = torch.tensor(it.window.token_type_ids)
+        m = len(it)  # never 0: a window holds at least its special tokens
+        ids[b, :m] = torch.frombuffer(it.window.input_ids, dtype=torch.int32)  # int32 arrays (tokenize.Window)
+        types[b, :m] = torch.frombuffer(it.window.token_type_ids, dtype=torch.int32)
         mask[b, :m] = 1
         glob[b, it.global_positions] = 1
     out = {"input_ids": ids, "attention_mask": mask, "global_attention_mask": glob, "token_type_ids": types}

@@ -4,12 +4,23 @@ Documents are encoded once without special tokens (keeping each token's characte
 then cut into windows that fit the model; each window gets the tokenizer's own template
 ([CLS] x [SEP] for BERT vocabularies, <s> x </s> for RoBERTa ones; pairs for QA), read off
 the tokenizer itself so any checkpoint's convention is followed.
+
+A book is a million tokens, so its ids and character spans are kept as 32-bit arrays (4 and
+8 bytes a token, where Python lists of ints and tuples take ~36 and ~120), and it is encoded
+in stretches of paragraphs, so that the tokenizer's own record of every token (its string,
+word, span and masks) never exists for the whole book at once. A stretch ends before a run of
+white space holding a line break: for whitespace-splitting tokenizers (BERT's WordPiece,
+RoBERTa's byte-level BPE) no token crosses such a run, so the stretches give the very tokens
+of the whole text; a tokenizer that fails that check on a probe text is run on the whole
+text in one piece (`DocumentTokenizer.stretch_safe`).
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,33 +43,70 @@ class Template:
     second_type: int
 
 
+class Offsets(Sequence):
+    """Each token's character span (start, end exclusive), as a sequence of tuples stored in
+    one int32 array of starts and ends side by side."""
+
+    __slots__ = ("flat",)
+
+    def __init__(self, flat: array | None = None):
+        self.flat = flat if flat is not None else array("i")
+
+    def __len__(self) -> int:
+        return len(self.flat) // 2
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("token index out of range")
+        return self.flat[2 * i], self.flat[2 * i + 1]
+
+    def __iter__(self):
+        flat = self.flat
+        return zip(flat[0::2], flat[1::2])
+
+    def __eq__(self, other) -> bool:
+        return list(self) == list(other)
+
+
 @dataclass
 class Encoded:
     """A text's tokens without special tokens, with character spans (end exclusive)."""
 
-    ids: list[int]
-    offsets: list[tuple[int, int]]
+    ids: array  # int32
+    offsets: Offsets
 
 
 @dataclass
 class Window:
     """One model input: [prefix] (question [middle]) content[start:end] [suffix]."""
 
-    input_ids: list[int]
-    token_type_ids: list[int]
+    input_ids: array  # int32
+    token_type_ids: array
     content_start: int  # position of the first content token in input_ids
     span: tuple[int, int]  # which content tokens of the document [start, end)
     question_span: tuple[int, int] = (0, 0)  # positions of the question tokens in input_ids
 
 
+STRETCH_CHARS = 100_000  # characters encoded at a time: ~25k tokens, a few MB of the tokenizer's records
+# A probe for `stretch_safe`: breaks between words, after punctuation, before indented and
+# spaced lines, and a word split over the run.
+PROBE = "One, two.\n\nThree four\n  five-six\n\n\tSeven. \n Eight nine.\r\nTen\n\n\n eleven"
+
+
 class DocumentTokenizer:
-    def __init__(self, tokenizer, max_length: int):
+    def __init__(self, tokenizer, max_length: int, stretch_chars: int = STRETCH_CHARS):
         self.tokenizer = tokenizer
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
         self.max_length = max_length
         self.single = self._template(pair=False)
         self.pair = self._template(pair=True)
+        self.stretch_chars = stretch_chars
+        self.stretch_safe = self._encode_stretches(PROBE, 1).ids == self._encode_whole(PROBE).ids
 
     @classmethod
     def from_folder(cls, folder: str | Path, max_length: int) -> "DocumentTokenizer":
@@ -89,8 +137,28 @@ class DocumentTokenizer:
         return Template(tuple(ids[:a0]), (), tuple(ids[a1:]), tuple(types[:a0]), (), tuple(types[a1:]), types[a0], types[a0])
 
     def encode(self, text: str) -> Encoded:
+        """`text`'s tokens and character spans, in stretches when it is long (module doc)."""
+        if len(text) <= self.stretch_chars or not self.stretch_safe:
+            return self._encode_whole(text)
+        return self._encode_stretches(text, self.stretch_chars)
+
+    def _encode_whole(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text, add_special_tokens=False)
-        return Encoded(list(enc.ids), [tuple(o) for o in enc.offsets])
+        offsets = array("i", bytes(0))
+        for start, end in enc.offsets:
+            offsets.append(start)
+            offsets.append(end)
+        return Encoded(array("i", enc.ids), Offsets(offsets))
+
+    def _encode_stretches(self, text: str, size: int) -> Encoded:
+        ids, flat = array("i"), array("i")
+        for start, end in stretches(text, size):
+            part = self.tokenizer.encode(text[start:end], add_special_tokens=False)
+            ids.extend(part.ids)
+            for a, b in part.offsets:
+                flat.append(a + start)
+                flat.append(b + start)
+        return Encoded(ids, Offsets(flat))
 
     def content_budget(self, question_tokens: int = 0) -> int:
         """How many content tokens fit in one window."""
@@ -98,21 +166,50 @@ class DocumentTokenizer:
         special = len(t.prefix) + len(t.middle) + len(t.suffix)
         return self.max_length - special - question_tokens
 
-    def window(self, content: list[int], span: tuple[int, int], question: list[int] | None = None) -> Window:
+    def window(self, content: Sequence[int], span: tuple[int, int], question: Sequence[int] | None = None) -> Window:
         s, e = span
-        body = content[s:e]
+        body = array("i", content[s:e])
         if question:
             t = self.pair
             q_start = len(t.prefix)
-            ids = [*t.prefix, *question, *t.middle, *body, *t.suffix]
-            types = [*t.prefix_types, *[t.first_type] * len(question), *t.middle_types,
-                     *[t.second_type] * len(body), *t.suffix_types]
+            ids = array("i", [*t.prefix, *question, *t.middle]) + body + array("i", t.suffix)
+            types = array("i", [*t.prefix_types, *[t.first_type] * len(question), *t.middle_types,
+                                *[t.second_type] * len(body), *t.suffix_types])
             content_start = q_start + len(question) + len(t.middle)
             return Window(ids, types, content_start, span, (q_start, q_start + len(question)))
         t = self.single
-        ids = [*t.prefix, *body, *t.suffix]
-        types = [*t.prefix_types, *[t.first_type] * len(body), *t.suffix_types]
+        ids = array("i", t.prefix) + body + array("i", t.suffix)
+        types = array("i", [*t.prefix_types, *[t.first_type] * len(body), *t.suffix_types])
         return Window(ids, types, len(t.prefix), span)
+
+
+LINE_BREAK_RUN = re.compile(r"\s*\n\s*")
+
+
+def stretches(text: str, size: int) -> list[tuple[int, int]]:
+    """Cut `text` into [start, end) stretches of about `size` characters, each ending right
+    before a run of white space that holds a line break (the run opens the next stretch); a
+    stretch is longer when no line break comes sooner."""
+    out, start = [], 0
+    while len(text) - start > size:
+        cut = None
+        for m in LINE_BREAK_RUN.finditer(text, start + size // 2):
+            at = m.start()
+            while at > start and text[at - 1].isspace():  # the whole run opens the next stretch
+                at -= 1
+            if at <= start:
+                continue
+            if at >= start + size and cut is not None:
+                break  # the last break before `size` it is
+            cut = at
+            if at >= start + size:
+                break  # none before `size`: the first after it
+        if cut is None:
+            break
+        out.append((start, cut))
+        start = cut
+    out.append((start, len(text)))
+    return out
 
 
 def plan_windows(n: int, size: int, overlap: int) -> list[tuple[int, int]]:
