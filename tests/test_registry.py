@@ -112,3 +112,23 @@ def test_reading_the_registry_imports_no_torch():
 def test_lazy_names_the_code_it_calls():
     norm = registry.lazy("torch.linalg", "vector_norm")
     assert norm.__name__ == "vector_norm" and float(norm(torch.tensor([3.0, 4.0]))) == 5.0
+
+
+def test_a_trainable_task_gets_its_finetune_command_with_its_options_and_defaults():
+    from lfcli.pipelines.registry import TrainingDefaults
+
+    spec = TaskSpec(name="loudest-train", summary="A test task.", finetune=lambda **kwargs: None,
+                    finetune_summary="Train the loudest window finder.",
+                    training=TrainingDefaults(lr={"lora": 7e-4, "full": 3e-5}, epochs=5.0, batch_tokens=1234, patience=4),
+                    finetune_options=(Option("volume", ("--volume",), int, 11, "How loud."),))
+    registry.register(spec)
+    try:
+        result = CliRunner().invoke(app, ["finetune", "loudest-train", "--help"], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        for words in ("Train the loudest window finder.", "--lr 0.0007 (LoRA) or 3e-05", "--epochs 5",
+                      "--batch-tokens 1234", "--patience 4", "--volume", "How loud.", "--validation-split"):
+            assert words in result.output, words
+    finally:
+        registry.unregister(spec.name)
+    gone = CliRunner().invoke(app, ["finetune", "loudest-train", "--help"])
+    assert gone.exit_code == 2
