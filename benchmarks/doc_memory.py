@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-LITBANK = Path(__file__).resolve().parents[2] / "shared" / "data" / "litbank" / "original"
+LITBANK = common.shared_data_dir() / "litbank" / "original"
 
 
 def novels_text(size: int) -> str:

@@ -34,6 +34,7 @@ from ..progress import note
 from ..registry import TaskSpec
 from ..wording import plural
 from .catalog import announce_build
+from .heap import HeapKeeper
 from .policies import check_policy
 from .precision import DTYPES, resolve_dtype
 from .tasks import Item, Prepared, Task, batch_tensors
@@ -236,6 +237,7 @@ class Pipeline:
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.chunk_docs, self.chunk_seconds = chunk_docs, chunk_seconds
         self.stats = Stats()
+        self.heap = HeapKeeper()  # a long job's memory stays flat (heap.py)
         self.task.setup(self.model, self._run_one)
 
     # -- model calls ----------------------------------------------------------------------
@@ -245,7 +247,9 @@ class Pipeline:
     def _forward(self, items: list[Item]) -> list[Any]:
         with torch.inference_mode():
             results = self.task.forward(self.model, self._tensors(items), items)
-        return [self._to_cpu(r) for r in results]
+        results = [self._to_cpu(r) for r in results]
+        self.heap.after_batch()
+        return results
 
     @staticmethod
     def _to_cpu(result):

