@@ -88,6 +88,13 @@ class Evaluation:
     measures: str = ""
 
 
+def evaluation_in(module: str, field: str, **more) -> Evaluation:
+    """An Evaluation whose read_gold, score and fill_table are the functions of those names in
+    `module` (a home's evaluation.py), imported when first called."""
+    return Evaluation(field=field, read_gold=lazy(module, "read_gold"), score=lazy(module, "score"),
+                      fill_table=lazy(module, "fill_table"), **more)
+
+
 def _no_check(options: dict) -> None:
     return None
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import InputError, UsageError
-from ...registry import shared, Evaluation, Option, TaskSpec, TrainingDefaults, lazy
+from ...registry import Option, TaskSpec, TrainingDefaults, evaluation_in, lazy, shared
 
 # The contrastive-training temperature of sentence-embedding models, which spreads their
 # narrow cosine range over the labels (task.ZeroShotClassifyTask).
@@ -88,9 +88,6 @@ SPEC = TaskSpec(
                       "subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."),
     finetune_options=FINETUNE_OPTIONS,
     training=TrainingDefaults(lr={"lora": 5e-4, "full": 5e-5}, epochs=6.0, batch_tokens=16384, patience=3),
-    evaluation=Evaluation(field="label", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
-                          score=lazy(__name__ + ".evaluation", "score"),
-                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),
-                          gold_help=".jsonl/.parquet with id, label, or a folder of LABEL/ subfolders",
-                          measures="accuracy and F1"),
+    evaluation=evaluation_in(__name__ + ".evaluation", "label", measures="accuracy and F1",
+                             gold_help=".jsonl/.parquet with id, label, or a folder of LABEL/ subfolders"),
 )

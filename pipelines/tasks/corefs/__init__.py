@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ...registry import Evaluation, Option, TaskSpec, TrainingDefaults, lazy
+from ...registry import Option, TaskSpec, TrainingDefaults, evaluation_in, lazy
 
 OPTIONS = (
     Option("singletons", ("--singletons",), bool, False, "Also report entities mentioned once (chains of one mention)."),
@@ -51,11 +51,8 @@ SPEC = TaskSpec(
                       "(coreference in the last column), or JSONL with text and clusters of {start, end} spans."),
     finetune_options=FINETUNE_OPTIONS,
     training=TrainingDefaults(lr={"lora": 1e-3, "full": 5e-5}, epochs=16.0, batch_tokens=2048, patience=6),
-    evaluation=Evaluation(field="clusters", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
-                          score=lazy(__name__ + ".evaluation", "score"),
-                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),
-                          from_row=lazy(__name__ + ".evaluation", "from_row"),
-                          options=EVALUATE_OPTIONS,
-                          gold_help="CoNLL-2012 file or folder, .jsonl with id, clusters, or a GAP .tsv",
-                          measures="MUC, B3, CEAF-e and CoNLL F1; GAP F1 and bias for a GAP .tsv"),
+    evaluation=evaluation_in(__name__ + ".evaluation", "clusters", from_row=lazy(__name__ + ".evaluation", "from_row"),
+                             options=EVALUATE_OPTIONS,
+                             gold_help="CoNLL-2012 file or folder, .jsonl with id, clusters, or a GAP .tsv",
+                             measures="MUC, B3, CEAF-e and CoNLL F1; GAP F1 and bias for a GAP .tsv"),
 )

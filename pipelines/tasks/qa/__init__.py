@@ -6,7 +6,7 @@ calibration in answers.py; training in train.py; this module's SPEC is what the 
 from __future__ import annotations
 
 from ...errors import UsageError
-from ...registry import Evaluation, Option, TaskSpec, TrainingDefaults, lazy
+from ...registry import Option, TaskSpec, TrainingDefaults, evaluation_in, lazy
 
 OPTIONS = (
     Option("question", ("--question", "-q"), str, None, "The question (else each record's 'question' field)."),
@@ -44,8 +44,6 @@ SPEC = TaskSpec(
     finetune_options=FINETUNE_OPTIONS,
     training=TrainingDefaults(lr={"lora": 1e-3, "full": 5e-5}, epochs=2.0, batch_tokens=16384, patience=2,
                               max_length=TRAIN_MAX_LENGTH),
-    evaluation=Evaluation(field="answer", read_gold=lazy(__name__ + ".evaluation", "read_gold"),
-                          score=lazy(__name__ + ".evaluation", "score"),
-                          fill_table=lazy(__name__ + ".evaluation", "fill_table"),
-                          gold_help="SQuAD .json, or .jsonl with id, answers", measures="SQuAD EM/F1"),
+    evaluation=evaluation_in(__name__ + ".evaluation", "answer", measures="SQuAD EM/F1",
+                             gold_help="SQuAD .json, or .jsonl with id, answers"),
 )
