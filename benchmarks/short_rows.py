@@ -15,6 +15,12 @@ Each wall time counts the process from start to exit (imports, model load, readi
 The vectors are then compared row by row (cosine). The bar (#33): lfcli at least 2.5x faster,
 cosine >= 0.9999.
 
+Roofline: the rows' encoder FLOPs (each row's own tokens, no padding: projections, FFN and
+full attention over its n tokens, 6 layers) over the rate of a 4096 x 4096 fp32 matmul measured
+before and after the two processes (the higher). Neither side can run faster than that, so a
+side's `x roofline` says how much room it leaves, and the best ratio possible between the two
+is sentence-transformers' own `x roofline`.
+
     python benchmarks/short_rows.py                # 4,000 rows
     python benchmarks/short_rows.py --rows 500     # fewer
 """
@@ -62,6 +68,30 @@ def squad_rows(folder: Path, n: int) -> tuple[list[dict], int]:
     return [{"id": f"p{i}", "text": fits[i % len(fits)]} for i in range(n)], len(fits)
 
 
+def rows_flops(folder: Path, rows: list[dict]) -> float:
+    """Encoder FLOPs of every row's tokens (special tokens included), full attention."""
+    from tokenizers import Tokenizer
+
+    from lfcli.models import LongformerConfig
+
+    cfg = LongformerConfig.from_json_file(folder / "config.json")
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tok.no_truncation()
+    h, i, heads = cfg.hidden_size, cfg.intermediate_size, cfg.num_attention_heads
+    total = 0.0
+    for enc in tok.encode_batch([r["text"] for r in rows]):
+        n = len(enc.ids)
+        total += cfg.num_hidden_layers * (2 * n * (4 * h * h + 2 * h * i) + 4 * n * n * h)
+    return total
+
+
+def matmul_rate() -> float:
+    """GFLOP/s of a 4096 x 4096 fp32 matmul (median of 5)."""
+    device = torch.device("cpu")
+    fn, flops = common.matmul_case(device, torch.float32, 4096)
+    return flops / common.bench(fn, device, warmup=1, repeats=5)["median_s"] / 1e9
+
+
 def timed(command: list[str]) -> float:
     start = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -90,16 +120,20 @@ def main() -> None:
         source = Path(tmp) / "rows.parquet"
         pq.write_table(pa.Table.from_pylist(rows), source)
         ours, theirs = Path(tmp) / "lfcli.parquet", Path(tmp) / "st.parquet"
+        rates = [matmul_rate()]
         t_st = timed([sys.executable, "-c", ST_SCRIPT, str(folder), str(source), str(theirs)])
         t_lfcli = timed([*lfcli, "embed", str(source), "-o", str(ours), "--quiet"])
+        rates.append(matmul_rate())
         a, b = vectors(ours), vectors(theirs)
+    roofline = rows_flops(folder, rows) / (max(rates) * 1e9)
     cosines = torch.stack([torch.nn.functional.cosine_similarity(a[i], b[i], dim=0) for i in b])
     print(f"# {info.get('cpu', '?')}, {info['cpu_count']} CPUs, {info['time']}; {len(rows):,} SQuAD paragraphs of at "
-          f"most {MAX_PIECES} word pieces ({distinct:,} distinct), Parquet to Parquet, each a whole process")
-    print("| | wall s | rows/s |")
-    print("| --- | ---: | ---: |")
-    print(f"| lfcli embed | {t_lfcli:.1f} | {len(rows) / t_lfcli:,.0f} |")
-    print(f"| sentence-transformers | {t_st:.1f} | {len(rows) / t_st:,.0f} |")
+          f"most {MAX_PIECES} word pieces ({distinct:,} distinct), Parquet to Parquet, each a whole process; "
+          f"matmul {rates[0]:.0f} / {rates[1]:.0f} GFLOP/s before / after: roofline {roofline:.1f} s")
+    print("| | wall s | rows/s | x roofline |")
+    print("| --- | ---: | ---: | ---: |")
+    print(f"| lfcli embed | {t_lfcli:.1f} | {len(rows) / t_lfcli:,.0f} | {t_lfcli / roofline:.2f} |")
+    print(f"| sentence-transformers | {t_st:.1f} | {len(rows) / t_st:,.0f} | {t_st / roofline:.2f} |")
     print(f"lfcli {t_st / t_lfcli:.2f}x faster (bar: >= 2.5x); cosine min {cosines.min():.6f}, "
           f"mean {cosines.mean():.6f} (bar: >= 0.9999)")
 

@@ -1,10 +1,14 @@
 """Fused CPU ops outside attention, each with its plain twin (tests/test_backends.py).
 
-`linear_gelu(x, weight, bias)` = gelu(x @ weight.T + bias). On the CPU, in inference, oneDNN
-runs the bias and the exact GELU as post-ops of the matmul, so the (n x intermediate) result
-is written once instead of three times (bias copy, matmul, GELU): about 20% of the FFN's
-first projection at base size. Elsewhere (training, CUDA, other activations) it is the plain
-composition, which autograd differentiates as usual.
+`linear(x, weight, bias)` = x @ weight.T + bias. On the CPU, in fp32 inference, from
+`ONEDNN_LINEAR_ROWS` rows up, oneDNN's inner product adds the bias inside the matmul; addmm
+(what F.linear runs) first copies the bias into every row of the output and then accumulates
+the matmul onto it, a whole extra pass over the (rows x out) result.
+
+`linear_gelu(x, weight, bias)` = gelu(x @ weight.T + bias): in fp32 inference oneDNN's matmul
+with the bias inside, then the exact GELU in place on the result; in bf16 (CPUs with native
+bf16) one oneDNN op with the bias and GELU as post-ops. Elsewhere (training, CUDA, other
+dtypes) both are the plain composition, which autograd differentiates as usual.
 
 `dropout(x, p, training)` = F.dropout with its mask drawn by torch.rand (faster on the CPU
 than F.dropout's Bernoulli sampler); `Dropout` is the module the model file uses.
@@ -25,15 +29,44 @@ _ONEDNN = _onednn_available()
 # there `--dtype bfloat16` takes the plain composition, which PyTorch emulates.
 _ONEDNN_BF16 = _ONEDNN and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
+# Rows (all leading dimensions flattened) from which `linear` takes oneDNN's inner product.
+# Measured in fp32, 2 threads, 2-core AMD EPYC (AVX2), round-robin medians against F.linear:
+# 16,384 x 384 -> 384 (the q/k/v projections of four 4,096-token windows) 0.85-0.88x the
+# time, 4,096 x 768 -> 768 0.94x; but 1,024 rows 1.02-1.07x and 300 rows 1.15x, where the
+# output is small enough that addmm's bias copy stays in cache.
+ONEDNN_LINEAR_ROWS = 4096
 
-def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    fused = (
-        _ONEDNN
-        and x.device.type == "cpu"
-        and (x.dtype == torch.float32 or (x.dtype == torch.bfloat16 and _ONEDNN_BF16))
+
+def _inference_on_cpu(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """No gradient wanted, on the CPU, and not under autocast (whose dtype rules these raw
+    oneDNN calls would bypass: training's evaluation passes run under bf16 autocast)."""
+    return (
+        x.device.type == "cpu"
+        and not torch.is_autocast_enabled("cpu")
         and not (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad))
     )
-    if fused:
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    onednn = (
+        _ONEDNN
+        and x.dtype == weight.dtype == torch.float32
+        and x.numel() >= ONEDNN_LINEAR_ROWS * x.shape[-1]
+        and _inference_on_cpu(x, weight)
+    )
+    if onednn:
+        return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+    return F.linear(x, weight, bias)
+
+
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    if _ONEDNN and x.dtype == weight.dtype == torch.float32 and _inference_on_cpu(x, weight):
+        # oneDNN's GELU post-op runs slower than the matmul's own output pass plus torch's
+        # vectorised GELU over the (cache-resident) result: at 1,024 rows x 384 -> 1,536 the
+        # fused op took 1.2x the time of this pair (768 -> 3,072: 1.2x too; fp32, 2-core AMD
+        # EPYC, AVX2, round-robin medians).
+        return torch.ops.aten.gelu_(torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], ""))
+    if _ONEDNN and x.dtype == torch.bfloat16 and _ONEDNN_BF16 and _inference_on_cpu(x, weight):
         return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "gelu", [], "none")
     return F.gelu(F.linear(x, weight, bias))
 

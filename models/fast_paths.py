@@ -7,8 +7,12 @@ that overrides one method with a faster way to the same numbers (to rounding):
   query_scale_fold      the 1/sqrt(D) of the queries folded into the query weights
   global_row_algebra    global rows with key/value_global moved to the query side (G*H < hidden)
   triton_global_rows    global rows in one flash pass on the triton backend
-  chunked_feed_forward  inference runs the FFN on `ffn_rows` positions at a time
-  fused_linear_gelu     oneDNN's matmul + bias + GELU in one op (lfcli.kernels.fused)
+  local_global_rows     no global rows where the band covers the input and the global
+                        projections are the local ones
+  row_chunks            inference runs everything after the attention on `chunk_rows`
+                        positions at a time
+  fused_linear_gelu     the FFN's first projection and GELU fused (lfcli.kernels.fused)
+  onednn_linear         large inference projections with the bias inside the matmul
   fp32_head             a task head kept in fp32 under a 16-bit encoder (set_inference_dtype)
 
 `apply_fast_paths(model, names=None)` swaps, in place, the class of every submodule a trick
@@ -30,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lfcli.kernels.fused import linear_gelu
+from lfcli.kernels.fused import linear, linear_gelu
 
 from .longformer import LongformerIntermediate, LongformerLayer, LongformerPreTrainedModel, LongformerSelfAttention
 
@@ -42,7 +46,7 @@ class QueryScaleFold(LongformerSelfAttention):
     def scaled_query(self, hidden_states: torch.Tensor) -> torch.Tensor:
         scale = 1.0 / math.sqrt(self.head_dim)
         if isinstance(self.query, nn.Linear):
-            return self._heads(F.linear(hidden_states, self.query.weight * scale, self.query.bias * scale))
+            return self._heads(linear(hidden_states, self.query.weight * scale, self.query.bias * scale))
         # A LoRA-wrapped projection (fine-tuning, models/lora.py): scaling its output keeps
         # autograd from forming the gradient of the whole merged weight.
         return self._heads(self.query(hidden_states) * scale)
@@ -109,34 +113,91 @@ class TritonGlobalRows(LongformerSelfAttention):
         return triton_banded.triton_global_rows(q, k, v, key_padding_mask, dropout_p)
 
 
-class ChunkedFeedForward(LongformerLayer):
-    """FFN, residual and LayerNorm are position-wise, so inference runs them on `ffn_rows`
-    positions at a time. Their (positions x intermediate) activation is then 12 MB at base
-    size instead of 48 MB at 4096 tokens (200 MB at 16k): a size the allocator reuses from
-    layer to layer, where the whole one is mapped and page-faulted in afresh every layer.
-    Measured ~8% faster for the FFN at 4096 tokens, and a lower peak. Training (autograd
-    keeps every activation anyway) takes the plain path."""
+class LocalGlobalRows(LongformerSelfAttention):
+    """A global token's row is its band row already when the band covers the whole input
+    (n <= attention_window/2 + 1, no dilation) and the layer's global projections are its
+    local ones: the same softmax over every non-padding key, with the same q, k and v. That
+    holds for models converted from BERT or RoBERTa, whose global weights start as copies of
+    the local ones (the bundled minilm-l6-long), on inputs of up to half a window: short rows
+    and short documents. Inference then skips the global rows (5% of a batch of eight
+    140-token rows)."""
 
-    ffn_rows = 1024  # positions per chunk, B*n flattened (a chunk may straddle two samples)
+    def forward(self, hidden_states, key_padding_mask, is_global, global_index, global_valid, backend):
+        if (
+            global_index.shape[1]
+            and hidden_states.shape[1] <= self.attention_window // 2 + 1
+            and all(d == 1 for d in self.dilation)
+            and not torch.is_grad_enabled()
+            and self._global_is_local()
+        ):
+            global_index, global_valid = global_index[:, :0], global_valid[:, :0]
+        return super().forward(hidden_states, key_padding_mask, is_global, global_index, global_valid, backend)
 
-    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, n, hidden = x.shape
-        if B * n <= self.ffn_rows or (torch.is_grad_enabled() and x.requires_grad):
-            return super().feed_forward(x)
-        rows = x.reshape(B * n, hidden)
-        out = torch.empty_like(rows)
-        for r0 in range(0, B * n, self.ffn_rows):
-            out[r0 : r0 + self.ffn_rows] = super().feed_forward(rows[r0 : r0 + self.ffn_rows])
+    def _global_is_local(self) -> bool:
+        """Whether query/key/value_global equal query/key/value, compared again only when a
+        weight has been replaced or changed in place."""
+        pairs = [(getattr(self, name), getattr(self, name + "_global")) for name in ("query", "key", "value")]
+        if not all(isinstance(m, nn.Linear) and m.bias is not None for pair in pairs for m in pair):
+            return False  # LoRA-wrapped projections (fine-tuning) are not their copies
+        tensors = [(a.weight, b.weight) for a, b in pairs] + [(a.bias, b.bias) for a, b in pairs]
+        key = tuple((t.data_ptr(), t._version) for pair in tensors for t in pair)
+        if self.__dict__.get("_global_is_local_key") != key:
+            self._global_is_local_key = key
+            self._global_is_local_value = all(torch.equal(a, b) for a, b in tensors)
+        return self._global_is_local_value
+
+
+class RowChunks(LongformerLayer):
+    """Everything in a layer after the attention itself is position-wise: the output
+    projection, the residual adds, both LayerNorms and the FFN. Inference runs them on
+    `chunk_rows` positions at a time, so that a chunk's activations (1.5 MB at 384 wide, its
+    FFN activation 6 MB) stay in cache from one op to the next instead of each op streaming
+    the whole (B*n x hidden) tensor through memory; the (positions x intermediate) FFN
+    activation is 12 MB at base size instead of 48 MB at 4096 tokens (200 MB at 16k), a size
+    the allocator reuses from layer to layer. Training (autograd keeps every activation
+    anyway) takes the plain path."""
+
+    chunk_rows = 1024  # positions per chunk, B*n flattened (a chunk may straddle two samples)
+
+    def forward(self, hidden_states: torch.Tensor, *masks) -> torch.Tensor:
+        B, n, hidden = hidden_states.shape
+        chunks = B * n // self.chunk_rows
+        if chunks < 2 or (torch.is_grad_enabled() and hidden_states.requires_grad):
+            return super().forward(hidden_states, *masks)
+        # Equal chunks of chunk_rows to 2*chunk_rows rows: a ragged tail of a few rows would run
+        # its matmuls at a fraction of the rate (8 rows of 140 tokens: 1,024 + 96 rows took 1.07x
+        # the time of one chunk of 1,120).
+        size = -(-B * n // chunks)
+        context = self.attention.self(hidden_states, *masks).reshape(B * n, hidden)
+        residual = hidden_states.reshape(B * n, hidden)
+        out = torch.empty_like(residual)
+        for r0 in range(0, B * n, size):
+            rows = slice(r0, r0 + size)
+            # LongformerAttention.forward's second half, then LongformerLayer's feed-forward
+            out[rows] = self.feed_forward(self.attention.output(context[rows], residual[rows]))
         return out.view(B, n, hidden)
 
 
 class FusedLinearGelu(LongformerIntermediate):
-    """dense + exact GELU as one oneDNN op on the CPU in inference (lfcli.kernels.fused)."""
+    """dense + exact GELU through oneDNN on the CPU in inference (lfcli.kernels.fused)."""
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
         if self.act is F.gelu:
             return linear_gelu(hidden_states, self.dense.weight, self.dense.bias)
         return super().forward(hidden_states)
+
+
+class OneDnnLinear(nn.Linear):
+    """A projection of many positions at once (the q/k/v projections of whole windows) through
+    oneDNN in fp32 inference: the bias is added inside the matmul instead of first being
+    copied into every row of the output (lfcli.kernels.fused.linear)."""
+
+    @staticmethod
+    def applies_to(module: nn.Module) -> bool:
+        return type(module) is nn.Linear or isinstance(module, OneDnnLinear)  # not LoRA's wrappers
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)
 
 
 class Fp32Head(LongformerPreTrainedModel):
@@ -177,8 +238,10 @@ FAST_PATHS: dict[str, type[nn.Module]] = {
     "query_scale_fold": QueryScaleFold,
     "global_row_algebra": GlobalRowAlgebra,
     "triton_global_rows": TritonGlobalRows,
-    "chunked_feed_forward": ChunkedFeedForward,
+    "local_global_rows": LocalGlobalRows,
+    "row_chunks": RowChunks,
     "fused_linear_gelu": FusedLinearGelu,
+    "onednn_linear": OneDnnLinear,
     "fp32_head": Fp32Head,
 }
 

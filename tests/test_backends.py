@@ -482,6 +482,30 @@ def test_fused_linear_gelu_matches_plain(shape, dtype):
     assert xg.grad is not None and torch.isfinite(xg.grad).all()
 
 
+@pytest.mark.parametrize("rows", [3, 4096, 5000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_onednn_linear_matches_plain(rows, dtype):
+    """`linear` (oneDNN's inner product, bias inside, from ONEDNN_LINEAR_ROWS rows up in fp32
+    inference) against the float64 composition, on 2-D and 3-D inputs; under autocast and
+    with autograd it is F.linear itself."""
+    from lfcli.kernels import fused
+
+    torch.manual_seed(1)
+    x = torch.randn(rows, 24, dtype=dtype)
+    w = (torch.randn(40, 24) * 0.2).to(dtype)
+    b = torch.randn(40).to(dtype)
+    want = torch.nn.functional.linear(x.double(), w.double(), b.double())
+    tol = 1e-5 if dtype == torch.float32 else 5e-2
+    with torch.inference_mode():
+        for got in (fused.linear(x, w, b), fused.linear(x.view(1, rows, 24), w, b)[0], fused.linear(x, w, None) + b):
+            assert got.dtype == dtype and (got.double() - want).abs().max() <= tol * max(1.0, want.abs().max())
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert torch.equal(fused.linear(x, w, b), torch.nn.functional.linear(x, w, b))
+    xg = x.clone().requires_grad_()
+    fused.linear(xg, w, b).double().sum().backward()
+    assert torch.allclose(xg.grad.double(), w.double().sum(0).expand(rows, 24), atol=tol)
+
+
 @pytest.mark.parametrize("n,window,dilation", [(65, 16, 1), (130, 32, [1, 2]), (257, 64, 1), (300, 16, [3, 1])])
 @pytest.mark.parametrize("globals_at", [[0], [0, 5, 64], [1, 40]])
 @pytest.mark.parametrize("second_has_globals", [True, False])

@@ -3,7 +3,8 @@ models/heads.py): each swap alone and all together, every architecture, fp32.
 
 Small real configs, random weights (biases and norms included), batches with padding; few
 global tokens (G*H < hidden: the global-row algebra) and many (G*H >= hidden: the plain
-projection); ffn_rows shrunk so that the feed-forward runs in chunks. In inference the
+projection); chunk_rows shrunk so that each layer's tail runs in chunks, and oneDNN's
+projections taken from 8 rows up. In inference the
 outputs, in training (dropout 0) the outputs and every gradient, agree within 1e-5 (relative
 to the outputs' size). Then: loading gives the fast paths, a plain model can be asked for,
 LoRA-wrapped queries keep the fold's behaviour, and the fp32 head under a bf16 encoder.
@@ -20,7 +21,8 @@ from conftest import make_batch, randomize_
 
 from lfcli.models import ARCHITECTURES, FAST_PATHS, LongformerConfig, apply_fast_paths
 from lfcli.models.checkpoint import init_from_encoder, load_pretrained
-from lfcli.models.fast_paths import ChunkedFeedForward, fast_paths_of
+from lfcli.kernels import fused
+from lfcli.models.fast_paths import RowChunks, fast_paths_of
 from lfcli.models.lora import add_lora
 
 TOL = 1e-5
@@ -39,7 +41,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: a second thre
 
 @pytest.fixture(autouse=True)
 def _short_chunks(monkeypatch):
-    monkeypatch.setattr(ChunkedFeedForward, "ffn_rows", 7)  # B*n = 80 rows: 12 chunks, a ragged tail
+    monkeypatch.setattr(RowChunks, "chunk_rows", 7)  # B*n = 80 rows: 10 chunks of 8
+    monkeypatch.setattr(fused, "ONEDNN_LINEAR_ROWS", 8)  # whole-batch projections (80 rows) take oneDNN
 
 
 def tiny_config(dropout: float = 0.1, **overrides) -> LongformerConfig:
@@ -157,7 +160,7 @@ def test_apply_keeps_names_weights_and_is_idempotent():
     assert list(fast.state_dict()) == list(plain.state_dict())
     assert all(torch.equal(a, b) for a, b in zip(fast.state_dict().values(), plain.state_dict().values()))
     attention = fast.longformer.encoder.layer[0].attention.self
-    assert fast_paths_of(attention) == ("query_scale_fold", "global_row_algebra", "triton_global_rows")
+    assert fast_paths_of(attention) == ("query_scale_fold", "global_row_algebra", "triton_global_rows", "local_global_rows")
     assert fast_paths_of(fast) == ()  # the MLM decoder is the word embeddings: no fp32 head
     before = type(attention)
     apply_fast_paths(fast)
@@ -255,3 +258,39 @@ def test_triton_global_rows_match_plain(monkeypatch, train):
     assert_close(results[1][0].cpu(), results[0][0].cpu(), "hidden states")
     for name in results[0][1]:
         assert_close(results[1][1][name].cpu(), results[0][1][name].cpu(), f"d {name}")
+
+
+@pytest.mark.parametrize("arch", ["LongformerModel", "LongformerForSequenceClassification"])
+def test_local_global_rows_where_the_band_covers_the_input(arch, monkeypatch):
+    """Global weights copied from the local ones (a converted BERT) and an input within half a
+    window: the global rows are skipped (layer 0) and the outputs equal the plain model's; a
+    dilated layer (layer 1), a longer input or weights that differ keep the global rows."""
+    from lfcli.models.longformer import LongformerSelfAttention
+
+    config = tiny_config(attention_window=80)  # w1 = 40 >= N - 1
+    plain, fast = plain_and_fast(arch, ["local_global_rows"], config)
+    for model in (plain, fast):
+        with torch.no_grad():
+            for layer in getattr(model, "longformer", model).encoder.layer:
+                for name in ("query", "key", "value"):
+                    local, glob = getattr(layer.attention.self, name), getattr(layer.attention.self, name + "_global")
+                    glob.weight.copy_(local.weight), glob.bias.copy_(local.bias)
+    calls = []
+    real = LongformerSelfAttention.global_rows
+    monkeypatch.setattr(LongformerSelfAttention, "global_rows", lambda self, *a, **k: calls.append(self) or real(self, *a, **k))
+    plain.eval(), fast.eval()
+    ids, mask, glob = make_batch(LENGTHS, globals_=GLOBALS["few"], seed=9)
+    with torch.inference_mode():
+        want = outputs(plain, ids, mask, glob)
+        calls.clear()
+        got = outputs(fast, ids, mask, glob)
+    layers = list(getattr(fast, "longformer", fast).encoder.layer)
+    assert [layers.index(next(l for l in layers if l.attention.self is c)) for c in calls] == [1]  # dilated
+    for i, (a, b) in enumerate(zip(got, want)):
+        assert_close(a, b, f"output {i}")
+    with torch.no_grad():
+        layers[0].attention.self.key_global.bias.add_(1.0)
+    with torch.inference_mode():  # no longer a copy: the rows come back
+        calls.clear()
+        outputs(fast, ids, mask, glob)
+    assert len(calls) == 2

@@ -103,13 +103,17 @@ def test_encoder_matches_transformers(hf_checkpoint, overrides, lengths, n, glob
     assert_same(lfcli_outputs(ours, ids, mask, glob), hf_outputs(theirs, ids, mask, glob))
 
 
-@pytest.mark.parametrize("ffn_rows", [1, 7, 40])
-def test_feed_forward_in_row_chunks_matches_transformers(hf_checkpoint, monkeypatch, ffn_rows):
-    """Inference runs the FFN on `ffn_rows` positions at a time (B*n rows flattened, so a
-    chunk can straddle two samples and end on a ragged tail): same numbers as transformers."""
-    from lfcli.models.fast_paths import ChunkedFeedForward as LongformerLayer  # where ffn_rows lives
+@pytest.mark.parametrize("chunk_rows", [1, 7, 40])
+def test_layer_tail_in_row_chunks_matches_transformers(hf_checkpoint, monkeypatch, chunk_rows):
+    """Inference runs everything after the attention (output projection, residuals,
+    LayerNorms, FFN) on `chunk_rows` positions at a time (B*n rows flattened, so a chunk can
+    straddle two samples and end on a ragged tail), and projects with oneDNN from a few rows
+    up: same numbers as transformers."""
+    from lfcli.kernels import fused
+    from lfcli.models.fast_paths import RowChunks  # where chunk_rows lives
 
-    monkeypatch.setattr(LongformerLayer, "ffn_rows", ffn_rows)
+    monkeypatch.setattr(RowChunks, "chunk_rows", chunk_rows)
+    monkeypatch.setattr(fused, "ONEDNN_LINEAR_ROWS", 8)
     folder, theirs = hf_checkpoint("LongformerModel", num_hidden_layers=2, attention_window=8)
     ours = LongformerModel.from_pretrained(folder)
     ids, mask, glob = make_batch([29, 17], globals_=[[0], [3]], seed=5)

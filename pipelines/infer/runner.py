@@ -198,7 +198,9 @@ class Pipeline:
         batch_size: int = 8,
         max_tokens: int = 16384,
         global_policy: str | None = None,
-        chunk_docs: int = 64,
+        # A chunk's windows are sorted by length before batching: the more short rows a chunk
+        # holds, the less padding (1,000 SQuAD paragraphs: 7.5% padding at 64, 3.7% at 256).
+        chunk_docs: int = 256,
         chunk_seconds: float = 5.0,
         **options,  # the task's own (its home's OPTIONS): labels, question, top_k, pooling, ...
     ):
