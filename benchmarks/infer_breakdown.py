@@ -17,8 +17,8 @@ stage is timed where the job spends it:
 
 Roofline: the encoder's matmul FLOPs of the novels' tokens, each token once (common.
 encoder_layer_flops, banded attention included), over the best rate a large square matmul
-reaches in the job's dtype, measured before and after the jobs. `x roofline` = wall time /
-that time; tokens/s counts the novels' tokens (not the overlapping windows' ones), so the
+reaches in the job's dtype, measured before the jobs and after each (the highest).
+`x roofline` = wall time / that time; tokens/s counts the novels' tokens (not the overlapping windows' ones), so the
 windows' overlap, padding and every non-matmul op show as distance from 1.
 
     python benchmarks/infer_breakdown.py                          # embed on 8 novels, fp32
@@ -160,13 +160,16 @@ def main(argv=None) -> dict:
 
         def matmul_rate() -> float:
             return flops / common.bench(matmul, device, warmup=1, repeats=5)["median_s"] / 1e9
-        rates = [matmul_rate()]
-        results = {task.strip(): run_task(task.strip(), files, args, device) for task in args.tasks.split(",")}
-        rates.append(matmul_rate())
+        # The rate is sampled before the jobs and after each: on a shared machine it drifts by 20%
+        # over minutes, and the roofline is the best of the samples.
+        rates, results = [matmul_rate()], {}
+        for task in args.tasks.split(","):
+            results[task.strip()] = run_task(task.strip(), files, args, device)
+            rates.append(matmul_rate())
     rate = max(rates)
     kb = sum(f.stat().st_size for f in files) / 1e3 if not args.chars else books * args.chars / 1e3
-    print(f"{books} novels ({', '.join(f.stem for f in files)}), {kb:,.0f} KB; {args.dtype}; matmul {rates[0]:.0f} / "
-          f"{rates[1]:.0f} GFLOP/s before / after (the roofline takes the higher)")
+    print(f"{books} novels ({', '.join(f.stem for f in files)}), {kb:,.0f} KB; {args.dtype}; matmul "
+          f"{' / '.join(f'{r:.0f}' for r in rates)} GFLOP/s before the jobs and after each (the roofline takes the highest)")
     table, out = [], {}
     for task, r in results.items():
         cfg = r.pop("config")
