@@ -89,6 +89,7 @@ def banded_attention(
     dilation: int | Sequence[int] | torch.Tensor = 1,
     dropout_p: float = 0.0,
     backend: str | None = None,
+    rel_bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Longformer's windowed attention for every query, global columns included.
 
@@ -98,6 +99,8 @@ def banded_attention(
     key_padding_mask: (B, n) bool, True where the token is padding.
     is_global: (B, n) bool, True for global tokens (ignored where padding).
     dilation: an int, or one int per head.
+    rel_bias: None, or (H, 2R+1): a relative position bias by key-minus-query offset added to
+        every score, band and global keys alike (kernels/position_bias.py); dilation 1 only.
     Returns (B, H, n, D): query i attends to the non-padding, non-global keys of its band and
     to every non-padding global key, in one float32 softmax; padded query rows are zero.
     The rows of global queries are computed too; the model overwrites them with global rows.
@@ -110,12 +113,15 @@ def banded_attention(
     if is_global is None:
         is_global = torch.zeros(B, n, dtype=torch.bool, device=q.device)
     d = dilation_per_head(dilation, H)
+    if rel_bias is not None and bool((d != 1).any()):
+        # A dilated head's band skips offsets: its bias would need the bucket of d * offset.
+        raise ValueError("a relative position bias runs with dilation 1 only")
     name = resolve_backend(backend, device=q.device)
     args = (q, k, v, attention_window // 2, key_padding_mask.bool(), is_global.bool(), d, dropout_p)
     if name == "reference":
-        return reference_attention(*args)
+        return reference_attention(*args, rel_bias=rel_bias)
     if name == "triton":
         from .triton_banded import triton_attention  # optional: imports triton
 
-        return triton_attention(*args)
-    return chunked_attention(*args)
+        return triton_attention(*args, rel_bias=rel_bias)
+    return chunked_attention(*args, rel_bias=rel_bias)

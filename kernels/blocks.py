@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .position_bias import bias_at
+
 
 def merge_columns(o_band, lse_band, scores, v_cols, out=None):
     """One softmax over [global columns | band] from two: (total output, the columns' LSE);
@@ -58,11 +60,14 @@ class BlockPlan:
     c rows a block, w1 keys on either side, num_blocks blocks, span = c + 2*w1 keys a block.
     A sequence that fits in the window (dilated heads on short inputs) is one block whose
     span is the whole sequence; otherwise blocks of c rows see w1 keys on either side.
-    shared_bias (1, 1, c, span): the band mask that every block without an excluded key uses;
+    shared_bias (1, 1 or H, c, span): the band mask that every block without an excluded key
+    uses, with the relative position bias of each (row, key) offset when there is one (it is
+    the same in every block: key s of a block's span sits s - w1 - r after its row r);
     excluded (B, num_blocks, span): the excluded keys (padding, globals, past either end) of
     each block's span; dirty[b]: per block of sample b, whether its span holds one."""
 
-    def __init__(self, L: int, w1: int, band_excluded: torch.Tensor, dtype: torch.dtype):
+    def __init__(self, L: int, w1: int, band_excluded: torch.Tensor, dtype: torch.dtype,
+                 rel_bias: torch.Tensor | None = None):
         self.L = L
         self.c, self.w1 = (L, 0) if L <= w1 + 1 else (block_size_for(w1), w1)
         c, w1 = self.c, self.w1
@@ -72,7 +77,11 @@ class BlockPlan:
         # Key s of a block's span is in the band of the block's row r when 0 <= s - r <= 2*w1.
         rel = torch.arange(self.span, device=device)[None, :] - torch.arange(c, device=device)[:, None]
         outside = (rel < 0) | (rel > 2 * w1) if w1 else torch.zeros_like(rel, dtype=torch.bool)
-        self.shared_bias = torch.zeros((1, 1, c, self.span), dtype=dtype, device=device).masked_fill_(outside, self.neg)
+        self.offsets = rel - w1  # (c, span) key-minus-query offset of each tile entry
+        if rel_bias is None:
+            self.shared_bias = torch.zeros((1, 1, c, self.span), dtype=dtype, device=device).masked_fill_(outside, self.neg)
+        else:  # differentiable in rel_bias: the tile is a gather of it
+            self.shared_bias = bias_at(rel_bias, self.offsets).to(dtype)[None].masked_fill(outside, self.neg)
         pad_end = self.num_blocks * c - L + w1
         self.excluded = F.pad(band_excluded, (w1, pad_end), value=True).unfold(1, self.span, c)  # (B, nb, span)
         self.dirty = self.excluded.any(dim=-1).tolist()
@@ -88,10 +97,10 @@ class BlockPlan:
                 yield s0, min(b1, s0 + step), is_dirty
 
     def bias(self, b: int, b0: int, b1: int, is_dirty: bool) -> torch.Tensor:
-        """The additive mask of blocks [b0, b1) of sample b: (1 or nb, 1, c, span)."""
+        """The additive mask of blocks [b0, b1) of sample b: (1 or nb, 1 or H, c, span)."""
         if not is_dirty:
             return self.shared_bias
-        return self.shared_bias.expand(b1 - b0, 1, self.c, self.span).masked_fill(
+        return self.shared_bias.expand(b1 - b0, -1, self.c, self.span).masked_fill(
             self.excluded[b, b0:b1, None, None, :], self.neg)
 
     def rows(self, b0: int, b1: int) -> tuple[int, int]:

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .blocks import BlockPlan, merge_columns
+from .position_bias import bias_at
 from .chunked_grad import band_attention_grad, fused_backward_applies
 
 
@@ -68,16 +69,20 @@ def _banded(
     v_cols: torch.Tensor,
     cols_valid: torch.Tensor,
     dropout_p: float,
+    rel_bias: torch.Tensor | None = None,
+    cols_pos: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Undilated band + global columns, in the row layout. q, k, v: (B, L, H, D) (any strides,
-    D contiguous); band_excluded: (B, L) bool; k_cols, v_cols: (B, G, H, D); cols_valid: (B, G).
+    D contiguous); band_excluded: (B, L) bool; k_cols, v_cols: (B, G, H, D); cols_valid: (B, G);
+    with rel_bias (H, 2R+1), cols_pos (B, G) are the columns' positions.
     Returns (B, L, H, D), contiguous."""
-    needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v, k_cols, v_cols))
+    needs_grad = torch.is_grad_enabled() and any(
+        x is not None and x.requires_grad for x in (q, k, v, k_cols, v_cols, rel_bias))
     if needs_grad and fused_backward_applies(q, dropout_p):  # training: a blocked backward of its own
-        return band_attention_grad(q, k, v, w1, band_excluded, k_cols, v_cols, cols_valid)
+        return band_attention_grad(q, k, v, w1, band_excluded, k_cols, v_cols, cols_valid, rel_bias, cols_pos)
     B, L, H, D = q.shape
     G = k_cols.shape[1]
-    plan = BlockPlan(L, w1, band_excluded, q.dtype)
+    plan = BlockPlan(L, w1, band_excluded, q.dtype, rel_bias)
     merge_after = G > 0 and _can_merge_columns_after(q, k, v, dropout_p)
     # Joining the columns to the spans (autograd's path) copies each block's keys; a few blocks
     # at a time bounds that copy (~8M elements).
@@ -96,14 +101,21 @@ def _banded(
                 )  # o (nb, H, c, D) and lse (nb, H, c), both stored row-major as (nb, c, H, ...)
                 o = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
                 lse = lse.transpose(1, 2).reshape(-1, H)[: r1 - r0]
-                _merge_columns(o, lse, q[b, r0:r1], k_cols[b], v_cols[b], cols_valid[b], out=out[b, r0:r1])
+                cols_bias = None if rel_bias is None else column_bias(rel_bias, r0, r1, cols_pos[b])
+                _merge_columns(o, lse, q[b, r0:r1], k_cols[b], v_cols[b], cols_valid[b], out=out[b, r0:r1],
+                               cols_bias=cols_bias)
                 continue
             if G:
                 c = plan.c
                 k_spans = torch.cat([k_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), k_spans], dim=2)
                 v_spans = torch.cat([v_cols[b].transpose(0, 1).expand(s1 - s0, H, G, D), v_spans], dim=2)
                 cols = torch.zeros(G, dtype=q.dtype, device=q.device).masked_fill_(~cols_valid[b], plan.neg)
-                bias = torch.cat([cols.expand(bias.shape[0], 1, c, G), bias], dim=-1)
+                if rel_bias is None:
+                    bias = torch.cat([cols.expand(bias.shape[0], 1, c, G), bias], dim=-1)
+                else:  # each row's own bias on each column: (nb, H, c, G), the last block's padding rows too
+                    rows = column_bias(rel_bias, s0 * c, s1 * c, cols_pos[b]).view(s1 - s0, c, H, G).transpose(1, 2)
+                    cols = (rows.to(q.dtype) + cols).masked_fill(~cols_valid[b], plan.neg)
+                    bias = torch.cat([cols, bias.expand(s1 - s0, -1, -1, -1)], dim=-1)
             o = F.scaled_dot_product_attention(q_blocks, k_spans, v_spans, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
             out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
     return out
@@ -118,7 +130,14 @@ def _can_merge_columns_after(q, k, v, dropout_p: float) -> bool:
     return q.device.type == "cpu" and q.dtype in (torch.float32, torch.bfloat16) and dropout_p == 0.0 and not needs_grad
 
 
-def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out):
+def column_bias(rel_bias: torch.Tensor, r0: int, r1: int, cols_pos: torch.Tensor) -> torch.Tensor:
+    """(r1 - r0, H, G) fp32: the relative position bias of rows r0..r1-1 on the global columns
+    at positions cols_pos (G,), by the offset column - row."""
+    rows = torch.arange(r0, r1, device=cols_pos.device)
+    return bias_at(rel_bias, cols_pos[None, :] - rows[:, None]).permute(1, 0, 2).float()
+
+
+def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out, cols_bias=None):
     """One softmax over [columns | band] from two, written to `out`. o_band (L, H, D) and
     lse_band (L, H) come from the band; q (L, H, D); k_cols, v_cols (G, H, D). The band's share
     of the probability mass is exp(lse_band) / (exp(lse_band) + exp(lse_cols))
@@ -130,18 +149,25 @@ def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out):
             scores = (q * k_cols).sum(-1, keepdim=True)  # faster than einsum's batched matmul
         else:
             scores = torch.einsum("lhd,ghd->lhg", q, k_cols)  # (L, H, G): G is small
+        if cols_bias is not None:
+            scores = scores + cols_bias
         scores.masked_fill_(~cols_valid, torch.finfo(scores.dtype).min)
         if out.dtype == o_band.dtype == torch.float32:
             return merge_columns(o_band, lse_band, scores, v_cols, out=out)[0]
         return out.copy_(merge_columns(o_band.float(), lse_band, scores, v_cols)[0])  # bf16, or mixed under autocast
 
 
-def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float) -> torch.Tensor:
+def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float, rel_bias=None) -> torch.Tensor:
     """The window covers the whole input (n <= w1 + 1): every key is in every query's band, so
     this is plain attention over the non-padding keys, and a global key is just one of them
-    (counted once, as in the band path). One fused call, no padding, no copies."""
+    (counted once, as in the band path). One fused call, no padding, no copies. A relative
+    position bias is one (H, n, n) matrix shared by the batch."""
     bias = torch.zeros(key_padding_mask.shape, dtype=q.dtype, device=q.device)
     bias = bias.masked_fill(key_padding_mask, torch.finfo(q.dtype).min)[:, None, None, :]  # (B, 1, 1, n)
+    if rel_bias is not None:
+        i = torch.arange(q.shape[2], device=q.device)
+        bias = (bias + bias_at(rel_bias, i[None, :] - i[:, None]).to(q.dtype)[None]).masked_fill(
+            key_padding_mask[:, None, None, :], torch.finfo(q.dtype).min)  # (B, H, n, n)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
     return _zero_padded_rows(out, key_padding_mask)
 
@@ -180,9 +206,10 @@ def chunked_attention(
     is_global: torch.Tensor,
     dilation: torch.Tensor,
     dropout_p: float = 0.0,
+    rel_bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Same contract as `reference_attention`: q, k, v (B, H, n, D), q scaled; masks (B, n);
-    dilation (H,) ints. Returns (B, H, n, D).
+    dilation (H,) ints; rel_bias None or (H, 2R+1) (dilation 1 only). Returns (B, H, n, D).
 
     Inside, the work is done in the row layout (B, n, H, D): it is how the projections produce
     q, k and v (their (B, H, n, D) views are transposes of it), how the fused kernel stores its
@@ -190,7 +217,7 @@ def chunked_attention(
     the way in or out: the result is a (B, H, n, D) view of a row-major tensor."""
     B, H, n, D = q.shape
     if n <= one_sided_window + 1 and bool((dilation == 1).all()):
-        return _dense(q, k, v, key_padding_mask, dropout_p)
+        return _dense(q, k, v, key_padding_mask, dropout_p, rel_bias)
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, n, H, D) views
     is_global = is_global & ~key_padding_mask
     band_excluded = key_padding_mask | is_global
@@ -205,7 +232,8 @@ def chunked_attention(
         qh, kh, vh = q[:, :, sel], k[:, :, sel], v[:, :, sel]
         kc, vc = k_cols[:, :, sel], v_cols[:, :, sel]
         if d == 1:
-            o = _banded(qh, kh, vh, one_sided_window, band_excluded, kc, vc, valid, dropout_p)
+            o = _banded(qh, kh, vh, one_sided_window, band_excluded, kc, vc, valid, dropout_p,
+                        None if rel_bias is None else rel_bias[sel], index)
         else:
             o = _banded(
                 _to_subsequences(qh, d, 0),

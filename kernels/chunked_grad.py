@@ -35,6 +35,7 @@ import os
 import torch
 
 from .blocks import BlockPlan, merge_columns
+from .position_bias import bias_at
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
@@ -51,39 +52,89 @@ def fused_backward_applies(q: torch.Tensor, dropout_p: float) -> bool:
     return q.device.type == "cpu" and dropout_p == 0.0 and os.environ.get(ENV_VAR, "fused") != "autograd"
 
 
-def band_attention_grad(q, k, v, w1: int, band_excluded, k_cols, v_cols, cols_valid) -> torch.Tensor:
+def band_attention_grad(q, k, v, w1: int, band_excluded, k_cols, v_cols, cols_valid, rel_bias=None,
+                        cols_pos=None) -> torch.Tensor:
     """Same arguments and result as `chunked._banded` without dropout; differentiable in q, k,
-    v, k_cols and v_cols."""
-    return _BandAttention.apply(q, k, v, k_cols, v_cols, w1, band_excluded, cols_valid)
+    v, k_cols, v_cols and rel_bias (a relative position bias (H, 2R+1); cols_pos (B, G) the
+    columns' positions)."""
+    if rel_bias is None:
+        rel_bias = q.new_empty((q.shape[2], 0))  # autograd.Function inputs are tensors
+        cols_pos = torch.zeros_like(cols_valid, dtype=torch.long)
+    return _BandAttention.apply(q, k, v, k_cols, v_cols, rel_bias, w1, band_excluded, cols_valid, cols_pos)
 
 
 class _BandAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, k_cols, v_cols, w1, band_excluded, cols_valid):
+    def forward(ctx, q, k, v, k_cols, v_cols, rel_bias, w1, band_excluded, cols_valid, cols_pos):
         dtype = q.dtype
         with torch.autocast(q.device.type, enabled=False):
-            q32, k32, v32, kc32, vc32 = (x.float() for x in (q, k, v, k_cols, v_cols))
-            plan = BlockPlan(q.shape[1], w1, band_excluded, torch.float32)
+            q32, k32, v32, kc32, vc32, rb32 = (x.float() for x in (q, k, v, k_cols, v_cols, rel_bias))
+            bias = rb32 if rb32.numel() else None
+            plan = BlockPlan(q.shape[1], w1, band_excluded, torch.float32, bias)
             out, lse = _forward(plan, q32, k32, v32)
             if k_cols.shape[1]:
-                out, lse = _merge_columns(out, lse, q32, kc32, vc32, cols_valid)
-        ctx.save_for_backward(q32, k32, v32, kc32, vc32, out, lse, band_excluded, cols_valid)
-        ctx.w1, ctx.dtypes = w1, (q.dtype, k.dtype, v.dtype, k_cols.dtype, v_cols.dtype)
+                out, lse = _merge_columns(out, lse, q32, kc32, vc32, cols_valid, _cols_bias(bias, cols_pos, q.shape[1]))
+        ctx.save_for_backward(q32, k32, v32, kc32, vc32, rb32, out, lse, band_excluded, cols_valid, cols_pos)
+        ctx.w1, ctx.dtypes = w1, (q.dtype, k.dtype, v.dtype, k_cols.dtype, v_cols.dtype, rel_bias.dtype)
         return out.to(dtype)
 
     @staticmethod
     def backward(ctx, grad_out):
-        q, k, v, k_cols, v_cols, out, lse, band_excluded, cols_valid = ctx.saved_tensors
+        q, k, v, k_cols, v_cols, rel_bias, out, lse, band_excluded, cols_valid, cols_pos = ctx.saved_tensors
         with torch.autocast(q.device.type, enabled=False):
             grad_out = grad_out.float()
-            plan = BlockPlan(q.shape[1], ctx.w1, band_excluded, torch.float32)
+            bias = rel_bias if rel_bias.numel() else None
+            plan = BlockPlan(q.shape[1], ctx.w1, band_excluded, torch.float32, bias)
             dq, dk, dv = _backward(plan, grad_out, q, k, v, out, lse)
+            d_bias = None
+            if bias is not None and ctx.needs_input_grad[5]:
+                d_bias = _band_bias_backward(plan, grad_out, q, k, v, out, lse, bias)
             dk_cols = dv_cols = None
             if k_cols.shape[1]:
-                dk_cols, dv_cols = _columns_backward(grad_out, q, k_cols, v_cols, cols_valid, out, lse, dq)
-        grads = (dq, dk, dv, dk_cols, dv_cols)
+                cols_bias = _cols_bias(bias, cols_pos, q.shape[1])
+                dk_cols, dv_cols, ds = _columns_backward(grad_out, q, k_cols, v_cols, cols_valid, out, lse, dq, cols_bias)
+                if d_bias is not None:  # each row's score on each column: the offset column - row
+                    rows = torch.arange(q.shape[1], device=q.device)
+                    _add_by_offset(d_bias, ds.permute(2, 0, 1, 3), cols_pos[:, None, :] - rows[None, :, None])
+        grads = (dq, dk, dv, dk_cols, dv_cols, d_bias)
         grads = tuple(None if g is None else g.to(t) for g, t in zip(grads, ctx.dtypes))
-        return (*grads, None, None, None)
+        return (*grads, None, None, None, None)
+
+
+def _cols_bias(rel_bias, cols_pos, L: int):
+    """(B, L, H, G) fp32 bias of every row on the global columns, or None without a bias."""
+    if rel_bias is None:
+        return None
+    rows = torch.arange(L, device=cols_pos.device)
+    return bias_at(rel_bias, cols_pos[:, None, :] - rows[None, :, None]).permute(1, 2, 0, 3).float()
+
+
+def _add_by_offset(d_bias: torch.Tensor, ds: torch.Tensor, offsets: torch.Tensor) -> None:
+    """d_bias (H, 2R+1) += the score gradients ds (H, *offsets.shape), each onto the entry of
+    its (clamped) key-minus-query offset: the backward of `position_bias.bias_at`."""
+    R = (d_bias.shape[1] - 1) // 2
+    index = (offsets.clamp(-R, R) + R).expand(ds.shape[1:]).reshape(-1)
+    d_bias.index_add_(1, index, ds.reshape(ds.shape[0], -1))
+
+
+def _band_bias_backward(plan: BlockPlan, grad_out, q, k, v, out, lse, rel_bias):
+    """The band's share of d(rel_bias): every block's score gradient dS = P * (dP - rowsum(dO * O)),
+    recomputed from the total LSE as the fused backward does inside, summed over the blocks
+    (they share one tile of offsets) and then onto the tile's offsets. Only when the bias
+    table is trained (a LoRA fine-tune freezes it)."""
+    B, L, H, D = q.shape
+    tile = q.new_zeros((H, plan.c, plan.span))
+    delta = (grad_out * out).sum(-1)  # (B, L, H)
+    for b in range(B):
+        for b0, b1, is_dirty in plan.runs(b):
+            scores = plan.query_blocks(q[b], b0, b1) @ plan.key_spans(k[b], b0, b1).transpose(-1, -2)
+            lse_blocks = plan.query_blocks(lse[b, :, :, None], b0, b1)  # (nb, H, c, 1)
+            p = torch.exp(scores + plan.bias(b, b0, b1, is_dirty) - lse_blocks)
+            dp = plan.query_blocks(grad_out[b], b0, b1) @ plan.key_spans(v[b], b0, b1).transpose(-1, -2)
+            tile += (p * (dp - plan.query_blocks(delta[b, :, :, None], b0, b1))).sum(0)
+    d_bias = torch.zeros_like(rel_bias)
+    _add_by_offset(d_bias, tile, plan.offsets)
+    return d_bias
 
 
 def _forward(plan: BlockPlan, q, k, v):
@@ -100,16 +151,19 @@ def _forward(plan: BlockPlan, q, k, v):
     return out, lse
 
 
-def _column_scores(q, k_cols, cols_valid):
-    """(B, L, H, G) scores of every row against the global columns, invalid slots masked."""
+def _column_scores(q, k_cols, cols_valid, cols_bias=None):
+    """(B, L, H, G) scores of every row against the global columns (with their relative
+    position bias, if any), invalid slots masked."""
     scores = torch.einsum("blhd,bghd->blhg", q, k_cols)
+    if cols_bias is not None:
+        scores = scores + cols_bias
     return scores.masked_fill(~cols_valid[:, None, None, :], torch.finfo(scores.dtype).min)
 
 
-def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid):
+def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, cols_bias=None):
     """One softmax over [columns | band] from the band's (output, LSE) and the columns':
     the band keeps sigmoid(lse_band - lse_cols) of the mass. Returns the total output and LSE."""
-    out, lse_cols = merge_columns(o_band, lse_band, _column_scores(q, k_cols, cols_valid), v_cols)
+    out, lse_cols = merge_columns(o_band, lse_band, _column_scores(q, k_cols, cols_valid, cols_bias), v_cols)
     return out, torch.logaddexp(lse_band, lse_cols)
 
 
@@ -151,12 +205,13 @@ def _add_spans(plan: BlockPlan, grad: torch.Tensor, spans: torch.Tensor, b0: int
     grad[lo:hi] += buffer[lo - k0 : hi - k0]
 
 
-def _columns_backward(grad_out, q, k_cols, v_cols, cols_valid, out, lse, dq):
+def _columns_backward(grad_out, q, k_cols, v_cols, cols_valid, out, lse, dq, cols_bias=None):
     """The global columns' share: their probabilities P = exp(s - lse) from the total LSE,
-    dS = P * (dO . v_col - rowsum(dO * O)); adds dS @ k_cols to dq, returns dk_cols, dv_cols."""
-    p = torch.exp(_column_scores(q, k_cols, cols_valid) - lse[..., None])
+    dS = P * (dO . v_col - rowsum(dO * O)); adds dS @ k_cols to dq, returns dk_cols, dv_cols
+    and dS (B, L, H, G), the score gradient a relative position bias gets."""
+    p = torch.exp(_column_scores(q, k_cols, cols_valid, cols_bias) - lse[..., None])
     p = p * cols_valid[:, None, None, :]
     delta = (grad_out * out).sum(-1, keepdim=True)  # (B, L, H, 1)
     ds = p * (torch.einsum("blhd,bghd->blhg", grad_out, v_cols) - delta)
     dq += torch.einsum("blhg,bghd->blhd", ds, k_cols)
-    return torch.einsum("blhg,blhd->bghd", ds, q), torch.einsum("blhg,blhd->bghd", p, grad_out)
+    return torch.einsum("blhg,blhd->bghd", ds, q), torch.einsum("blhg,blhd->bghd", p, grad_out), ds

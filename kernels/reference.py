@@ -9,11 +9,16 @@ query i attends to key j when
     global (a global key is counted once, as a global column), or
   - j is a global token that is not padding.
 The softmax runs in float32. Rows of padded queries are zero.
+
+A relative position bias (MPNet's; see `position_bias.py`) is added to the score of query i
+on key j, band key or global key alike: `rel_bias[h, clamp(j - i, -R, R) + R]`.
 """
 
 from __future__ import annotations
 
 import torch
+
+from .position_bias import bias_at
 
 
 def allowed_keys(
@@ -42,11 +47,16 @@ def reference_attention(
     is_global: torch.Tensor,
     dilation: torch.Tensor,
     dropout_p: float = 0.0,
+    rel_bias: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """q, k, v: (B, H, n, D) with q already scaled. Returns (B, H, n, D) in q's dtype."""
+    """q, k, v: (B, H, n, D) with q already scaled; rel_bias: None or (H, 2R+1), the score
+    bias by key-minus-query offset. Returns (B, H, n, D) in q's dtype."""
     n = q.shape[2]
     allowed = allowed_keys(n, one_sided_window, key_padding_mask, is_global, dilation)
     scores = torch.matmul(q, k.transpose(-1, -2)).float()
+    if rel_bias is not None:
+        i = torch.arange(n, device=q.device)
+        scores = scores + bias_at(rel_bias, i[None, :] - i[:, None]).float()  # (H, n, n): key minus query
     scores = scores.masked_fill(~allowed, torch.finfo(torch.float32).min)
     probs = torch.softmax(scores, dim=-1).to(q.dtype)
     probs = probs.masked_fill(key_padding_mask[:, None, :, None], 0.0)  # padded query rows
@@ -61,12 +71,19 @@ def reference_global_rows(
     v_global: torch.Tensor,
     key_padding_mask: torch.Tensor,
     dropout_p: float = 0.0,
+    rel_bias: torch.Tensor | None = None,
+    positions: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Global queries attend to every non-padding key with the global projections.
 
-    q_global: (B, H, G, D) scaled; k_global, v_global: (B, H, n, D). Returns (B, H, G, D).
+    q_global: (B, H, G, D) scaled; k_global, v_global: (B, H, n, D); with rel_bias (H, 2R+1),
+    positions (B, G) are the global queries' positions, and key j's score gets the bias of
+    j - position. Returns (B, H, G, D).
     """
     scores = torch.matmul(q_global, k_global.transpose(-1, -2)).float()
+    if rel_bias is not None:
+        j = torch.arange(k_global.shape[2], device=q_global.device)
+        scores = scores + bias_at(rel_bias, j[None, None, :] - positions[:, :, None]).transpose(0, 1).float()
     scores = scores.masked_fill(key_padding_mask[:, None, None, :], torch.finfo(torch.float32).min)
     probs = torch.softmax(scores, dim=-1).to(q_global.dtype)
     if dropout_p > 0.0:

@@ -17,13 +17,18 @@ How the band becomes blocks:
   gathered by index, so each key is counted once, as the reference does.
 * Global rows (`triton_global_rows`) are the same kernels with a window wider than the
   sequence and no columns: a dense masked flash pass.
+* A relative position bias (`rel_bias`, kernels/position_bias.py; dilation 1 only) is added
+  to every score inside the same tile helpers, read from one (H, 2R+1) vector by the clamped
+  key-minus-query offset. Its gradient is the sum of the score gradients per offset, which
+  bwd_dq_kernel accumulates with atomics (it is the one pass that meets every score once).
+  Without a bias the kernels compile with HAS_BIAS off: the same code as before it existed.
 
 Three files: kernels/triton_plan.py plans each program's work on the host,
 kernels/triton_kernels.py holds the kernels, this file launches them and registers them as
 torch ops. Kernel family (all launched by `_forward` / `_backward`):
   fwd_kernel           out and log-sum-exp, one program per query block
   bwd_delta_kernel     rowsum(dO * O), the softmax backward's correction, one float per row
-  bwd_dq_kernel        dQ, one program per query block (band keys + global columns)
+  bwd_dq_kernel        dQ (and d(rel_bias)), one program per query block (band keys + global columns)
   bwd_dkdv_kernel      dK, dV of band keys, one program per key block
   bwd_columns_kernel   dK, dV of the global columns: every query reaches them, so each
                         program reduces one slice of the queries into a partial sum, and the
@@ -40,6 +45,7 @@ import torch
 import triton
 
 from .chunked import global_columns
+from .position_bias import reach
 from .triton_kernels import bwd_columns_kernel, bwd_delta_kernel, bwd_dkdv_kernel, bwd_dq_kernel, fwd_kernel
 from .triton_plan import BLOCK_G_TILE, KernelConfig, WorkEfficiency, band_block_ranges, kernel_config, work_efficiency, work_table
 
@@ -72,11 +78,38 @@ def _check_inputs(q, k, v, query_pad, key_excluded, col_index, col_valid, dilati
     assert len(dilations) == H and min(dilations) >= 1, dilations
 
 
-def _forward(q, k, v, query_pad, key_excluded, col_index, col_valid, w1, dilations, dropout_p, seed, cfg):
+def _bias_args(rel_bias, query_positions, q, dilations):
+    """The kernels' keyword arguments for the relative position bias. Without one HAS_BIAS is
+    off and the None pointers are never read. query_positions (B, n_q) says where each query
+    sits; None for banded attention, where query i sits at i (one arange, batch stride 0)."""
+    if rel_bias is None:
+        return dict(RelBias=None, QueryPos=None, reach=0, stride_pos_b=0, HAS_BIAS=False)
+    H, n_q = q.shape[1], q.shape[2]
+    # A dilated band skips offsets, so the kernels' offset (key minus query) would be wrong.
+    assert all(d == 1 for d in dilations), f"a relative position bias needs dilation 1, got {dilations}"
+    assert rel_bias.dim() == 2 and rel_bias.shape[0] == H and rel_bias.shape[1] >= 3 and rel_bias.shape[1] % 2, (
+        f"rel_bias must be (H={H}, 2R+1) with R >= 1, got {tuple(rel_bias.shape)}"
+    )
+    if query_positions is None:  # banded: query i sits at i, in every sample
+        query_positions = torch.arange(n_q, dtype=torch.int32, device=q.device).expand(q.shape[0], n_q)
+    else:
+        assert query_positions.shape == (q.shape[0], n_q), tuple(query_positions.shape)
+        query_positions = query_positions.to(torch.int32).contiguous()
+    return dict(
+        RelBias=rel_bias.float().contiguous(), QueryPos=query_positions, reach=reach(rel_bias),
+        stride_pos_b=query_positions.stride(0), HAS_BIAS=True,
+    )
+
+
+def _forward(
+    q, k, v, query_pad, key_excluded, col_index, col_valid, w1, dilations, dropout_p, seed, cfg,
+    rel_bias=None, query_positions=None,
+):
     """Launch fwd_kernel. Returns out (B, H, n_q, D) and the base-2 log-sum-exp (B, H, n_q)."""
     _check_inputs(q, k, v, query_pad, key_excluded, col_index, col_valid, dilations)
     B, H, n_q, D = q.shape
     n_k, n_cols = k.shape[2], col_index.shape[1]
+    bias = _bias_args(rel_bias, query_positions, q, dilations)
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
     out = torch.empty_like(q)
     lse = torch.empty((B, H, n_q), dtype=torch.float32, device=q.device)
@@ -85,7 +118,7 @@ def _forward(q, k, v, query_pad, key_excluded, col_index, col_valid, w1, dilatio
     fwd_kernel[grid](
         q, k, v, out, lse, work, query_pad, key_excluded, col_index, col_valid,
         H, n_q, n_k, n_cols, work.shape[1], w1, D, seed, dropout_p,
-        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2),
+        q.stride(0), q.stride(1), q.stride(2), k.stride(0), k.stride(1), k.stride(2), **bias,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_G=BLOCK_G_TILE, BLOCK_D=max(16, triton.next_power_of_2(D)),
         DROPOUT=dropout_p > 0.0, PRECISION=_dot_precision(q.dtype),
         num_warps=cfg.num_warps, num_stages=cfg.num_stages,
@@ -94,15 +127,19 @@ def _forward(q, k, v, query_pad, key_excluded, col_index, col_valid, w1, dilatio
 
 
 def _backward(
-    do, q, k, v, out, lse, query_pad, key_excluded, col_index, col_valid, w1, dilations, dropout_p, seed, cfg
+    do, q, k, v, out, lse, query_pad, key_excluded, col_index, col_valid, w1, dilations, dropout_p, seed, cfg,
+    rel_bias=None, query_positions=None,
 ):
-    """Launch the backward kernels. Returns dq, dk, dv."""
+    """Launch the backward kernels. Returns dq, dk, dv and d(rel_bias) (None without a bias)."""
     _check_inputs(q, k, v, query_pad, key_excluded, col_index, col_valid, dilations)
     B, H, n_q, D = q.shape
     n_k, n_cols = k.shape[2], col_index.shape[1]
+    bias = _bias_args(rel_bias, query_positions, q, dilations)
     q, k, v, do, out = q.contiguous(), k.contiguous(), v.contiguous(), do.contiguous(), out.contiguous()
     assert do.shape == out.shape == q.shape and lse.shape == (B, H, n_q)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    # float32 whatever rel_bias's dtype: it sums B * n * window score gradients by atomics.
+    d_rel_bias = None if rel_bias is None else torch.zeros(rel_bias.shape, dtype=torch.float32, device=q.device)
     block_d = max(16, triton.next_power_of_2(D))
 
     delta = torch.empty((B, H, n_q), dtype=torch.float32, device=q.device)
@@ -117,14 +154,14 @@ def _backward(
     grid_q = lambda META: (work_q.shape[1], B * H)  # noqa: E731
     bwd_dq_kernel[grid_q](
         q, k, v, do, dq, lse, delta, work_q, query_pad, key_excluded, col_index, col_valid,
-        H, n_q, n_k, n_cols, work_q.shape[1], w1, D, seed, dropout_p, *strides,
+        H, n_q, n_k, n_cols, work_q.shape[1], w1, D, seed, dropout_p, *strides, DRelBias=d_rel_bias, **bias,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_G=BLOCK_G_TILE, BLOCK_D=block_d, **common,
     )
     work_k = work_table(n_k, n_q, w1, dilations, cfg.block_n, q.device)
     grid_k = lambda META: (work_k.shape[1], B * H)  # noqa: E731
     bwd_dkdv_kernel[grid_k](
         q, k, v, do, dk, dv, lse, delta, work_k, query_pad, key_excluded,
-        H, n_q, n_k, work_k.shape[1], w1, D, seed, dropout_p, *strides,
+        H, n_q, n_k, work_k.shape[1], w1, D, seed, dropout_p, *strides, **bias,
         BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, BLOCK_D=block_d, **common,
     )
     if n_cols:
@@ -138,7 +175,7 @@ def _backward(
         grid_c = lambda META: (col_tiles, B * H, splits)  # noqa: E731
         bwd_columns_kernel[grid_c](
             q, k, v, do, lse, delta, query_pad, col_index, col_valid, dk_part, dv_part,
-            H, n_q, n_k, n_cols, queries_per_split, D, seed, dropout_p, *strides,
+            H, n_q, n_k, n_cols, queries_per_split, D, seed, dropout_p, *strides, **bias,
             BLOCK_M=cfg.block_m, BLOCK_G=BLOCK_G_TILE, BLOCK_D=block_d, **common,
         )
         # The band pass left zero rows at the global keys' positions; add the columns' sums
@@ -146,7 +183,7 @@ def _backward(
         rows = ((torch.arange(B * H, device=q.device) * n_k).view(B, H, 1) + col_index.long()[:, None, :]).flatten()
         dk.view(-1, D).index_add_(0, rows, dk_part.sum(0).flatten(0, 1).to(dk.dtype))
         dv.view(-1, D).index_add_(0, rows, dv_part.sum(0).flatten(0, 1).to(dv.dtype))
-    return dq, dk, dv
+    return dq, dk, dv, None if rel_bias is None else d_rel_bias.to(rel_bias.dtype)
 
 
 def _banded_masks(key_padding_mask: torch.Tensor, is_global: torch.Tensor):
@@ -176,101 +213,123 @@ def _global_rows_masks(key_padding_mask: torch.Tensor, num_queries: int):
 # ----------------------------------------------------------------------------------------------
 # Registered ops, so that torch.compile and export see one opaque call with a known output
 # shape (register_fake) and a backward (register_autograd). `config` is a KernelConfig as a list.
+# rel_bias is None or (H, 2R+1); the backward ops return its gradient as a fourth tensor, which
+# is empty without a bias (a custom op cannot return None).
+
+
+def _bias_grad_like(rel_bias: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor:
+    """The backward ops' fourth output as a fake: d(rel_bias), or an empty tensor."""
+    return q.new_empty(0) if rel_bias is None else torch.empty_like(rel_bias)
 
 
 @torch.library.custom_op("lfcli::triton_banded_attention", mutates_args=())
 def _banded_op(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor, is_global: torch.Tensor,
-    one_sided_window: int, dilation: list[int], dropout_p: float, seed: int, config: list[int],
+    rel_bias: torch.Tensor | None, one_sided_window: int, dilation: list[int], dropout_p: float, seed: int,
+    config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     masks = _banded_masks(key_padding_mask, is_global)
-    return _forward(q, k, v, *masks, one_sided_window, tuple(dilation), dropout_p, seed, KernelConfig(*config))
+    params = (one_sided_window, tuple(dilation), dropout_p, seed, KernelConfig(*config))
+    return _forward(q, k, v, *masks, *params, rel_bias)
 
 
 @_banded_op.register_fake
-def _(q, k, v, key_padding_mask, is_global, one_sided_window, dilation, dropout_p, seed, config):
+def _(q, k, v, key_padding_mask, is_global, rel_bias, one_sided_window, dilation, dropout_p, seed, config):
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("lfcli::triton_banded_attention_backward", mutates_args=())
 def _banded_backward_op(
     do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
-    key_padding_mask: torch.Tensor, is_global: torch.Tensor,
+    key_padding_mask: torch.Tensor, is_global: torch.Tensor, rel_bias: torch.Tensor | None,
     one_sided_window: int, dilation: list[int], dropout_p: float, seed: int, config: list[int],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     masks = _banded_masks(key_padding_mask, is_global)
     params = (one_sided_window, tuple(dilation), dropout_p, seed, KernelConfig(*config))
-    return _backward(do, q, k, v, out, lse, *masks, *params)
+    dq, dk, dv, d_rel_bias = _backward(do, q, k, v, out, lse, *masks, *params, rel_bias)
+    return dq, dk, dv, q.new_empty(0) if d_rel_bias is None else d_rel_bias
 
 
 @_banded_backward_op.register_fake
-def _(do, q, k, v, out, lse, key_padding_mask, is_global, one_sided_window, dilation, dropout_p, seed, config):
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+def _(do, q, k, v, out, lse, key_padding_mask, is_global, rel_bias, one_sided_window, dilation, dropout_p, seed,
+      config):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), _bias_grad_like(rel_bias, q)
 
 
 def _banded_setup_context(ctx, inputs, output):
-    q, k, v, key_padding_mask, is_global, *params = inputs
+    q, k, v, key_padding_mask, is_global, rel_bias, *params = inputs
     out, lse = output
     ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(q, k, v, out, lse, key_padding_mask, is_global)
+    ctx.save_for_backward(q, k, v, out, lse, key_padding_mask, is_global, rel_bias)
     ctx.params = params
 
 
 def _banded_grad(ctx, grad_out, _grad_lse):
-    q, k, v, out, lse, key_padding_mask, is_global = ctx.saved_tensors
-    dq, dk, dv = _banded_backward_op(grad_out, q, k, v, out, lse, key_padding_mask, is_global, *ctx.params)
-    return dq, dk, dv, None, None, None, None, None, None, None
+    q, k, v, out, lse, key_padding_mask, is_global, rel_bias = ctx.saved_tensors
+    dq, dk, dv, d_rel_bias = _banded_backward_op(
+        grad_out, q, k, v, out, lse, key_padding_mask, is_global, rel_bias, *ctx.params
+    )
+    d_rel_bias = None if rel_bias is None else d_rel_bias
+    return dq, dk, dv, None, None, d_rel_bias, None, None, None, None, None
 
 
 _banded_op.register_autograd(_banded_grad, setup_context=_banded_setup_context)
 
 
+def _global_rows_params(q_global, k_global, key_padding_mask, dropout_p, seed, config):
+    """The banded kernels' masks and parameters for global rows: a window wider than both
+    sequences puts every key in band, and no key is a column, so the pass is dense and masked."""
+    H, G, n = q_global.shape[1], q_global.shape[2], k_global.shape[2]
+    masks = _global_rows_masks(key_padding_mask, G)
+    return (*masks, max(G, n), (1,) * H, dropout_p, seed, KernelConfig(*config))
+
+
 @torch.library.custom_op("lfcli::triton_global_rows", mutates_args=())
 def _global_rows_op(
     q_global: torch.Tensor, k_global: torch.Tensor, v_global: torch.Tensor, key_padding_mask: torch.Tensor,
-    dropout_p: float, seed: int, config: list[int],
+    rel_bias: torch.Tensor | None, positions: torch.Tensor | None, dropout_p: float, seed: int, config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    H, G, n = q_global.shape[1], q_global.shape[2], k_global.shape[2]
-    masks = _global_rows_masks(key_padding_mask, G)
-    # A window wider than both sequences makes every key in band: a dense masked pass.
-    return _forward(q_global, k_global, v_global, *masks, max(G, n), (1,) * H, dropout_p, seed, KernelConfig(*config))
+    params = _global_rows_params(q_global, k_global, key_padding_mask, dropout_p, seed, config)
+    return _forward(q_global, k_global, v_global, *params, rel_bias, positions)
 
 
 @_global_rows_op.register_fake
-def _(q_global, k_global, v_global, key_padding_mask, dropout_p, seed, config):
+def _(q_global, k_global, v_global, key_padding_mask, rel_bias, positions, dropout_p, seed, config):
     return torch.empty_like(q_global), q_global.new_empty(q_global.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("lfcli::triton_global_rows_backward", mutates_args=())
 def _global_rows_backward_op(
     do: torch.Tensor, q_global: torch.Tensor, k_global: torch.Tensor, v_global: torch.Tensor, out: torch.Tensor,
-    lse: torch.Tensor, key_padding_mask: torch.Tensor, dropout_p: float, seed: int, config: list[int],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    H, G, n = q_global.shape[1], q_global.shape[2], k_global.shape[2]
-    masks = _global_rows_masks(key_padding_mask, G)
-    params = (max(G, n), (1,) * H, dropout_p, seed, KernelConfig(*config))
-    return _backward(do, q_global, k_global, v_global, out, lse, *masks, *params)
+    lse: torch.Tensor, key_padding_mask: torch.Tensor, rel_bias: torch.Tensor | None, positions: torch.Tensor | None,
+    dropout_p: float, seed: int, config: list[int],
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    params = _global_rows_params(q_global, k_global, key_padding_mask, dropout_p, seed, config)
+    dq, dk, dv, d_rel_bias = _backward(do, q_global, k_global, v_global, out, lse, *params, rel_bias, positions)
+    return dq, dk, dv, q_global.new_empty(0) if d_rel_bias is None else d_rel_bias
 
 
 @_global_rows_backward_op.register_fake
-def _(do, q_global, k_global, v_global, out, lse, key_padding_mask, dropout_p, seed, config):
-    return torch.empty_like(q_global), torch.empty_like(k_global), torch.empty_like(v_global)
+def _(do, q_global, k_global, v_global, out, lse, key_padding_mask, rel_bias, positions, dropout_p, seed, config):
+    grads = torch.empty_like(q_global), torch.empty_like(k_global), torch.empty_like(v_global)
+    return *grads, _bias_grad_like(rel_bias, q_global)
 
 
 def _global_rows_setup_context(ctx, inputs, output):
-    q_global, k_global, v_global, key_padding_mask, *params = inputs
+    q_global, k_global, v_global, key_padding_mask, rel_bias, positions, *params = inputs
     out, lse = output
     ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(q_global, k_global, v_global, out, lse, key_padding_mask)
+    ctx.save_for_backward(q_global, k_global, v_global, out, lse, key_padding_mask, rel_bias, positions)
     ctx.params = params
 
 
 def _global_rows_grad(ctx, grad_out, _grad_lse):
-    q_global, k_global, v_global, out, lse, key_padding_mask = ctx.saved_tensors
-    dq, dk, dv = _global_rows_backward_op(
-        grad_out, q_global, k_global, v_global, out, lse, key_padding_mask, *ctx.params
+    q_global, k_global, v_global, out, lse, key_padding_mask, rel_bias, positions = ctx.saved_tensors
+    dq, dk, dv, d_rel_bias = _global_rows_backward_op(
+        grad_out, q_global, k_global, v_global, out, lse, key_padding_mask, rel_bias, positions, *ctx.params
     )
-    return dq, dk, dv, None, None, None, None
+    d_rel_bias = None if rel_bias is None else d_rel_bias
+    return dq, dk, dv, None, d_rel_bias, None, None, None, None
 
 
 _global_rows_op.register_autograd(_global_rows_grad, setup_context=_global_rows_setup_context)
@@ -295,15 +354,18 @@ def triton_attention(
     dilation: torch.Tensor,
     dropout_p: float = 0.0,
     *,
+    rel_bias: torch.Tensor | None = None,
     config: KernelConfig | None = None,
 ) -> torch.Tensor:
     """Same contract as `reference_attention`: q, k, v (B, H, n, D), q scaled; masks (B, n)
-    bool (True = padding / global); dilation (H,) ints. Returns (B, H, n, D), differentiable.
-    config overrides the block sizes of `kernel_config` (the tests use small blocks)."""
+    bool (True = padding / global); dilation (H,) ints; rel_bias None or (H, 2R+1), the score
+    bias by key-minus-query offset (dilation 1 only). Returns (B, H, n, D), differentiable in
+    q, k, v and rel_bias. config overrides the block sizes of `kernel_config` (the tests use
+    small blocks)."""
     config = config or kernel_config(q.shape[-1])
     dilations = [int(d) for d in torch.as_tensor(dilation).flatten().tolist()]
     out, _ = _banded_op(
-        q, k, v, key_padding_mask.bool(), is_global.bool(), int(one_sided_window), dilations,
+        q, k, v, key_padding_mask.bool(), is_global.bool(), rel_bias, int(one_sided_window), dilations,
         float(dropout_p), _dropout_seed(dropout_p), list(config),
     )
     return out
@@ -316,16 +378,23 @@ def triton_global_rows(
     key_padding_mask: torch.Tensor,
     dropout_p: float = 0.0,
     *,
+    rel_bias: torch.Tensor | None = None,
+    positions: torch.Tensor | None = None,
     config: KernelConfig | None = None,
 ) -> torch.Tensor:
     """Same contract as `reference_global_rows`: global queries (B, H, G, D), scaled, attend to
-    every non-padding key of k_global, v_global (B, H, n, D). Returns (B, H, G, D)."""
+    every non-padding key of k_global, v_global (B, H, n, D); with rel_bias (H, 2R+1), positions
+    (B, G) are the global queries' positions, and key j gets the bias of j - position.
+    Returns (B, H, G, D), differentiable in q_global, k_global, v_global and rel_bias."""
+    if rel_bias is not None and positions is None:
+        raise ValueError("a relative position bias needs the global queries' positions")
     G = q_global.shape[2]
     if G == 0:
         return q_global.clone()
     # Usually a handful of global queries: a 64-row block would be mostly empty rows.
     config = config or kernel_config(q_global.shape[-1])._replace(block_m=min(64, max(16, triton.next_power_of_2(G))))
     out, _ = _global_rows_op(
-        q_global, k_global, v_global, key_padding_mask.bool(), float(dropout_p), _dropout_seed(dropout_p), list(config)
+        q_global, k_global, v_global, key_padding_mask.bool(), rel_bias, positions,
+        float(dropout_p), _dropout_seed(dropout_p), list(config),
     )
     return out

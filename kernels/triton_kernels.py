@@ -4,6 +4,11 @@ kernels/triton_banded.py, which plans their work with kernels/triton_plan.py and
 Query-side tensors (q, out, do, dq) share one (B, H, n_q, D) layout and key-side tensors
 (k, v, dk, dv) another, both with unit stride along D (the launcher makes them contiguous).
 Masks are int8 (B, n); the log-sum-exp and delta rows are float32 (B*H, n_q).
+
+The relative position bias (kernels/position_bias.py) is a constexpr switch, HAS_BIAS: off, the
+kernels compile without it and its arguments (RelBias, DRelBias, QueryPos: then None) are never
+read. On, RelBias is float32 (H, 2R+1), reach is R and QueryPos holds each query's position
+(int32, batch stride stride_pos_b): the key's position minus it picks the entry of the score.
 """
 
 import triton
@@ -26,11 +31,60 @@ def _keep(seed, row_offsets, pos_n, dropout_p):
 
 
 @triton.jit
-def _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_n, dropout_p,
-                  DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
-    """One step of the online softmax over a (BLOCK_M, tile) score tile; ok masks the tile."""
-    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * _LOG2E
-    s = tl.where(ok, s, float("-inf"))
+def _query_positions(QueryPos, stride_pos_b, b, pos_m, m_in, HAS_BIAS: tl.constexpr):
+    """Where a block's queries sit in the sequence, for the bias. In the banded kernels that is
+    pos_m itself (QueryPos is then an arange shared by the batch); the global queries of
+    `triton_global_rows` are rows 0..G-1 of their own tensor and need their real positions."""
+    q_pos = pos_m
+    if HAS_BIAS:
+        q_pos = tl.load(QueryPos + b * stride_pos_b + pos_m, mask=m_in, other=0)
+    return q_pos
+
+
+@triton.jit
+def _bias_entry(q_pos, k_pos, reach):
+    # rel_bias's column for each (query, key): the key-minus-query offset clamped to [-R, R],
+    # shifted to 0..2R (as position_bias.bias_at). Always in range, so loads need no mask.
+    return tl.minimum(tl.maximum(k_pos[None, :] - q_pos[:, None], -reach), reach) + reach
+
+
+@triton.jit
+def _bias_tile(RelBias, h, reach, q_pos, k_pos, HAS_BIAS: tl.constexpr):
+    """The bias of a (queries, keys) tile, in the scores' natural units; 0.0 (unused) without one."""
+    bias = 0.0
+    if HAS_BIAS:
+        bias = tl.load(RelBias + h * (2 * reach + 1) + _bias_entry(q_pos, k_pos, reach))
+    return bias
+
+
+@triton.jit
+def _add_bias_grad(DRelBias, h, reach, q_pos, k_pos, ds, ok):
+    """Adds a tile's score gradients into d(rel_bias)[h]: each (query, key) adds its dS to the
+    entry its offset reads. Every offset at or beyond +-R reads one of the two end entries, so
+    those are summed over the tile first (one atomic each rather than one per score)."""
+    offset = k_pos[None, :] - q_pos[:, None]
+    row = DRelBias + h * (2 * reach + 1)
+    inside = ok & (offset > -reach) & (offset < reach)
+    tl.atomic_add(row + offset + reach, ds, mask=inside, sem="relaxed")  # order does not matter
+    tl.atomic_add(row, tl.sum(tl.where(ok & (offset <= -reach), ds, 0.0)), sem="relaxed")
+    tl.atomic_add(row + 2 * reach, tl.sum(tl.where(ok & (offset >= reach), ds, 0.0)), sem="relaxed")
+
+
+@triton.jit
+def _scores(q, k, bias, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """A tile's scores in base-2 units: q.k, plus the bias (natural units, like the product)."""
+    s = tl.dot(q, tl.trans(k), input_precision=PRECISION)
+    if HAS_BIAS:
+        s += bias
+    return s * _LOG2E
+
+
+@triton.jit
+def _softmax_tile(acc, m_i, l_i, q, k, v, ok, bias, seed, row_offsets, pos_n, dropout_p,
+                  DROPOUT: tl.constexpr, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """One step of the online softmax over a (BLOCK_M, tile) score tile; ok masks the tile,
+    bias is `_bias_tile`'s."""
+    s = tl.where(ok, _scores(q, k, bias, PRECISION, HAS_BIAS), float("-inf"))
     m_new = tl.maximum(m_i, tl.max(s, 1))
     alpha = tl.exp2(m_i - m_new)  # rescales what was accumulated under the old running max
     p = tl.exp2(s - m_new[:, None])
@@ -42,11 +96,11 @@ def _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_n, dropout_
 
 
 @triton.jit
-def _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_n, dropout_p,
-               DROPOUT: tl.constexpr, PRECISION: tl.constexpr):
-    """Probabilities (after dropout, for dV) and score gradients (for dQ, dK) of one tile."""
-    s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * _LOG2E
-    p = tl.where(ok, tl.exp2(s - lse[:, None]), 0.0)
+def _grad_tile(q, k, v, do, lse, delta, ok, bias, seed, row_offsets, pos_n, dropout_p,
+               DROPOUT: tl.constexpr, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """Probabilities (after dropout, for dV) and score gradients (for dQ, dK, and the bias) of
+    one tile."""
+    p = tl.where(ok, tl.exp2(_scores(q, k, bias, PRECISION, HAS_BIAS) - lse[:, None]), 0.0)
     dp = tl.dot(do, tl.trans(v), input_precision=PRECISION)
     if DROPOUT:
         keep = _keep(seed, row_offsets, pos_n, dropout_p)
@@ -63,8 +117,9 @@ def fwd_kernel(
     Q, K, V, Out, Lse, Work, QueryPad, KeyExcluded, ColIndex, ColValid,
     num_heads, n_q, n_k, n_cols, num_programs, one_sided_window, head_dim, seed, dropout_p,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    RelBias, QueryPos, reach, stride_pos_b,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr,
 ):
     bh = tl.program_id(1)
     b, h = bh // num_heads, bh % num_heads
@@ -82,6 +137,7 @@ def fwd_kernel(
     q_offsets = q_base + pos_m[:, None] * stride_qn + offs_d[None, :]
     q = tl.load(Q + q_offsets, mask=q_mask, other=0.0)
     row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
+    q_pos = _query_positions(QueryPos, stride_pos_b, b, pos_m, m_in, HAS_BIAS)
 
     # Running max starts finite, so a row that has seen no valid key yet keeps alpha = 1
     # instead of exp2(-inf - -inf) = NaN.
@@ -99,8 +155,9 @@ def fwd_kernel(
         v = tl.load(V + k_base + pos_n[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
         rel = t_m[:, None] - t_n[None, :]
         ok = (rel <= one_sided_window) & (rel >= -one_sided_window) & (excluded == 0)[None, :]
-        acc, m_i, l_i = _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_n, dropout_p,
-                                      DROPOUT, PRECISION)
+        bias = _bias_tile(RelBias, h, reach, q_pos, pos_n, HAS_BIAS)
+        acc, m_i, l_i = _softmax_tile(acc, m_i, l_i, q, k, v, ok, bias, seed, row_offsets, pos_n, dropout_p,
+                                      DROPOUT, PRECISION, HAS_BIAS)
 
     for g_start in range(0, n_cols, BLOCK_G):  # global columns: every query sees them
         g = g_start + tl.arange(0, BLOCK_G)
@@ -111,8 +168,9 @@ def fwd_kernel(
         k = tl.load(K + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
         v = tl.load(V + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
         ok = (valid != 0)[None, :] & m_in[:, None]
-        acc, m_i, l_i = _softmax_tile(acc, m_i, l_i, q, k, v, ok, seed, row_offsets, pos_g, dropout_p,
-                                      DROPOUT, PRECISION)
+        bias = _bias_tile(RelBias, h, reach, q_pos, pos_g, HAS_BIAS)  # a global key's true distance
+        acc, m_i, l_i = _softmax_tile(acc, m_i, l_i, q, k, v, ok, bias, seed, row_offsets, pos_g, dropout_p,
+                                      DROPOUT, PRECISION, HAS_BIAS)
 
     l_safe = tl.where(l_i > 0.0, l_i, 1.0)
     out = tl.where(row_ok[:, None], acc / l_safe[:, None], 0.0)  # padded query rows are zero
@@ -137,10 +195,13 @@ def bwd_dq_kernel(
     Q, K, V, DO, DQ, Lse, Delta, Work, QueryPad, KeyExcluded, ColIndex, ColValid,
     num_heads, n_q, n_k, n_cols, num_programs, one_sided_window, head_dim, seed, dropout_p,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    RelBias, DRelBias, QueryPos, reach, stride_pos_b,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr,
 ):
-    # Same walk as fwd_kernel; the probabilities come back from the saved log-sum-exp.
+    # Same walk as fwd_kernel; the probabilities come back from the saved log-sum-exp. It also
+    # accumulates d(rel_bias) (float32 DRelBias, zeroed by the launcher): this is the one pass
+    # that meets every (query, key) score exactly once, band and columns.
     bh = tl.program_id(1)
     b, h = bh // num_heads, bh % num_heads
     residue, dilation, own_len, start, lo, hi = _work_item(Work, h, num_programs, tl.program_id(0))
@@ -160,6 +221,7 @@ def bwd_dq_kernel(
     lse = tl.load(Lse + bh * n_q + pos_m, mask=m_in, other=0.0)
     delta = tl.load(Delta + bh * n_q + pos_m, mask=m_in, other=0.0)
     row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
+    q_pos = _query_positions(QueryPos, stride_pos_b, b, pos_m, m_in, HAS_BIAS)
     dq = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
 
     for k_start in range(lo, hi, BLOCK_N):
@@ -172,8 +234,12 @@ def bwd_dq_kernel(
         v = tl.load(V + k_base + pos_n[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
         rel = t_m[:, None] - t_n[None, :]
         ok = (rel <= one_sided_window) & (rel >= -one_sided_window) & (excluded == 0)[None, :] & row_ok[:, None]
-        _, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_n, dropout_p, DROPOUT, PRECISION)
+        bias = _bias_tile(RelBias, h, reach, q_pos, pos_n, HAS_BIAS)
+        _, ds = _grad_tile(q, k, v, do, lse, delta, ok, bias, seed, row_offsets, pos_n, dropout_p,
+                           DROPOUT, PRECISION, HAS_BIAS)
         dq += tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)
+        if HAS_BIAS:
+            _add_bias_grad(DRelBias, h, reach, q_pos, pos_n, ds, ok)
 
     for g_start in range(0, n_cols, BLOCK_G):
         g = g_start + tl.arange(0, BLOCK_G)
@@ -184,8 +250,12 @@ def bwd_dq_kernel(
         k = tl.load(K + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
         v = tl.load(V + k_base + pos_g[:, None] * stride_kn + offs_d[None, :], mask=kv_mask, other=0.0)
         ok = (valid != 0)[None, :] & row_ok[:, None]
-        _, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_g, dropout_p, DROPOUT, PRECISION)
+        bias = _bias_tile(RelBias, h, reach, q_pos, pos_g, HAS_BIAS)
+        _, ds = _grad_tile(q, k, v, do, lse, delta, ok, bias, seed, row_offsets, pos_g, dropout_p,
+                           DROPOUT, PRECISION, HAS_BIAS)
         dq += tl.dot(ds.to(k.dtype), k, input_precision=PRECISION)
+        if HAS_BIAS:
+            _add_bias_grad(DRelBias, h, reach, q_pos, pos_g, ds, ok)
 
     tl.store(DQ + q_offsets, dq.to(DQ.dtype.element_ty), mask=q_mask)
 
@@ -195,8 +265,9 @@ def bwd_dkdv_kernel(
     Q, K, V, DO, DK, DV, Lse, Delta, Work, QueryPad, KeyExcluded,
     num_heads, n_q, n_k, num_programs, one_sided_window, head_dim, seed, dropout_p,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    RelBias, QueryPos, reach, stride_pos_b,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr,
 ):
     # A block of band keys against the query tiles whose band reaches it (the work table is
     # built over keys). Global keys are excluded here and get zero rows; bwd_columns_kernel
@@ -233,7 +304,10 @@ def bwd_dkdv_kernel(
         rel = t_m[:, None] - t_n[None, :]
         ok = (rel <= one_sided_window) & (rel >= -one_sided_window) & row_ok[:, None] & key_ok[None, :]
         row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
-        p, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_n, dropout_p, DROPOUT, PRECISION)
+        q_pos = _query_positions(QueryPos, stride_pos_b, b, pos_m, m_in, HAS_BIAS)
+        bias = _bias_tile(RelBias, h, reach, q_pos, pos_n, HAS_BIAS)
+        p, ds = _grad_tile(q, k, v, do, lse, delta, ok, bias, seed, row_offsets, pos_n, dropout_p,
+                           DROPOUT, PRECISION, HAS_BIAS)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision=PRECISION)
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision=PRECISION)
 
@@ -246,8 +320,9 @@ def bwd_columns_kernel(
     Q, K, V, DO, Lse, Delta, QueryPad, ColIndex, ColValid, DKPartial, DVPartial,
     num_heads, n_q, n_k, n_cols, queries_per_split, head_dim, seed, dropout_p,
     stride_qb, stride_qh, stride_qn, stride_kb, stride_kh, stride_kn,
+    RelBias, QueryPos, reach, stride_pos_b,
     BLOCK_M: tl.constexpr, BLOCK_G: tl.constexpr, BLOCK_D: tl.constexpr,
-    DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
+    DROPOUT: tl.constexpr, PRECISION: tl.constexpr, HAS_BIAS: tl.constexpr,
 ):
     # Grid (column tiles, B*H, splits): split s reduces queries [s, s + 1) * queries_per_split
     # into its own slot of the float32 partial sums (splits, B*H, n_cols, D), which the
@@ -282,7 +357,10 @@ def bwd_columns_kernel(
         delta = tl.load(Delta + bh * n_q + pos_m, mask=m_in, other=0.0)
         ok = row_ok[:, None] & (valid != 0)[None, :]
         row_offsets = (bh.to(tl.int64) * n_q + pos_m) * n_k
-        p, ds = _grad_tile(q, k, v, do, lse, delta, ok, seed, row_offsets, pos_g, dropout_p, DROPOUT, PRECISION)
+        q_pos = _query_positions(QueryPos, stride_pos_b, b, pos_m, m_in, HAS_BIAS)
+        bias = _bias_tile(RelBias, h, reach, q_pos, pos_g, HAS_BIAS)
+        p, ds = _grad_tile(q, k, v, do, lse, delta, ok, bias, seed, row_offsets, pos_g, dropout_p,
+                           DROPOUT, PRECISION, HAS_BIAS)
         dv += tl.dot(tl.trans(p).to(do.dtype), do, input_precision=PRECISION)
         dk += tl.dot(tl.trans(ds).to(q.dtype), q, input_precision=PRECISION)
 

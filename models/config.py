@@ -46,6 +46,12 @@ class LongformerConfig:
     attention_dilation: int | list[int | list[int]] = 1
     # lfcli's own: which attention backend to use ("auto" picks by device); see lfcli.kernels.
     attention_backend: str = "auto"
+    # MPNet's relative position bias: one table of buckets x heads shared by every layer, added
+    # to every head's scores by the bucket of the key-minus-query distance. 0: no table (BERT,
+    # RoBERTa, Longformer). Buckets are exact below a quarter of them per direction, log-spaced
+    # up to relative_attention_max_distance and constant beyond (MPNet: 32 and 128).
+    relative_attention_num_buckets: int = 0
+    relative_attention_max_distance: int = 128
     id2label: dict[int, str] | None = None
     # "longformer" for real Longformer checkpoints; "bert"/"roberta" for short models loaded as
     # Longformers (BERT-style embeddings count positions from 0 and have no padding offset).
@@ -78,6 +84,12 @@ class LongformerConfig:
                     f"attention_dilation of layer {layer} must be a positive int or "
                     f"{self.num_attention_heads} positive ints, got {d!r}"
                 )
+            if self.relative_attention_num_buckets and any(x != 1 for x in d):
+                raise ConfigError(f"attention_dilation of layer {layer}: a relative position bias runs with dilation 1 only")
+        for name in ("relative_attention_num_buckets", "relative_attention_max_distance"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0 or value % 2:
+                raise ConfigError(f"{name} must be an even whole number >= 0, got {value!r}")
 
     # -- derived values -------------------------------------------------------------------
     @property

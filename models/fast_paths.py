@@ -36,7 +36,13 @@ from torch import nn
 
 from lfcli.kernels.fused import linear, linear_gelu
 
-from .longformer import LongformerIntermediate, LongformerLayer, LongformerPreTrainedModel, LongformerSelfAttention
+from .longformer import (
+    LongformerIntermediate,
+    LongformerLayer,
+    LongformerPreTrainedModel,
+    LongformerSelfAttention,
+    global_row_bias,
+)
 
 
 class QueryScaleFold(LongformerSelfAttention):
@@ -62,6 +68,7 @@ class GlobalRowAlgebra(LongformerSelfAttention):
         global_index: torch.Tensor,
         dropout_p: float,
         backend: str = "chunked",
+        rel_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Projecting every position with key_global and value_global costs 4*n*hidden^2 FLOPs.
         Both are linear, so with G global tokens we can instead move them to the query side:
@@ -74,7 +81,7 @@ class GlobalRowAlgebra(LongformerSelfAttention):
         H, D = self.num_heads, self.head_dim
         G = global_index.shape[1]
         if G * H >= hidden:
-            return super().global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend)
+            return super().global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend, rel_bias)
         q = self.global_queries(hidden_states, global_index)  # (B, H, G, D)
         w_k = self.key_global.weight.view(H, D, hidden)
         w_v = self.value_global.weight.view(H, D, hidden)
@@ -83,6 +90,8 @@ class GlobalRowAlgebra(LongformerSelfAttention):
         # row by row, ~1.6x faster than the (H*G, hidden) @ (hidden, n) orientation.
         scores = torch.matmul(hidden_states, q_hidden.reshape(B, H * G, hidden).transpose(1, 2)).transpose(1, 2)
         scores = scores.reshape(B, H, G, n) + torch.einsum("bhgd,hd->bhg", q, self.key_global.bias.view(H, D))[..., None]
+        if rel_bias is not None:
+            scores = scores + global_row_bias(rel_bias, global_index, n)
         neg = torch.finfo(torch.float32).min
         probs = torch.softmax(scores.float().masked_fill(key_padding_mask[:, None, None, :], neg), dim=-1)
         probs = F.dropout(probs.to(q.dtype), p=dropout_p, training=dropout_p > 0)
@@ -102,15 +111,17 @@ class TritonGlobalRows(LongformerSelfAttention):
         global_index: torch.Tensor,
         dropout_p: float,
         backend: str = "chunked",
+        rel_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         if backend != "triton":
-            return super().global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend)
+            return super().global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend, rel_bias)
         from lfcli.kernels import triton_banded  # optional: imports triton
 
         q = self.global_queries(hidden_states, global_index)  # (B, H, G, D)
         k = self._heads(self.key_global(hidden_states))  # (B, H, n, D)
         v = self._heads(self.value_global(hidden_states))
-        return triton_banded.triton_global_rows(q, k, v, key_padding_mask, dropout_p)
+        return triton_banded.triton_global_rows(q, k, v, key_padding_mask, dropout_p, rel_bias=rel_bias,
+                                                positions=global_index)
 
 
 class LocalGlobalRows(LongformerSelfAttention):
@@ -122,7 +133,7 @@ class LocalGlobalRows(LongformerSelfAttention):
     and short documents. Inference then skips the global rows (5% of a batch of eight
     140-token rows)."""
 
-    def forward(self, hidden_states, key_padding_mask, is_global, global_index, global_valid, backend):
+    def forward(self, hidden_states, key_padding_mask, is_global, global_index, global_valid, backend, rel_bias=None):
         if (
             global_index.shape[1]
             and hidden_states.shape[1] <= self.attention_window // 2 + 1
@@ -131,7 +142,7 @@ class LocalGlobalRows(LongformerSelfAttention):
             and self._global_is_local()
         ):
             global_index, global_valid = global_index[:, :0], global_valid[:, :0]
-        return super().forward(hidden_states, key_padding_mask, is_global, global_index, global_valid, backend)
+        return super().forward(hidden_states, key_padding_mask, is_global, global_index, global_valid, backend, rel_bias)
 
     def _global_is_local(self) -> bool:
         """Whether query/key/value_global equal query/key/value, compared again only when a

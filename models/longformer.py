@@ -8,7 +8,11 @@ so loading a transformers checkpoint is a plain name match (models/checkpoint.py
 Differences from transformers, none of which change the numbers:
   * no padding to a multiple of the window: the attention kernels take any length;
   * attention runs through `lfcli.kernels.banded_attention` (chunked on CPU, Triton on CUDA);
-  * per-head dilation (`attention_dilation`), which the published PyTorch model lacks.
+  * per-head dilation (`attention_dilation`), which the published PyTorch model lacks;
+  * MPNet's relative position bias (`relative_attention_num_buckets`), for MPNet encoders made
+    long (Song et al. 2020, "MPNet"; transformers' `MPNetModel` computes the same on inputs the
+    window covers): one table shared by every layer, read as one vector per head over
+    key-minus-query offsets (`LongformerEncoder.offset_bias`, lfcli.kernels.position_bias).
 
 This file is the reference. The speed tricks (the query scale folded into the weights, the
 global rows moved to the query side, the Triton global rows, the feed-forward in row chunks,
@@ -32,6 +36,7 @@ from torch.utils.checkpoint import checkpoint
 from lfcli.kernels import banded_attention, resolve_backend
 from lfcli.kernels.chunked import global_columns
 from lfcli.kernels.fused import Dropout
+from lfcli.kernels.position_bias import bias_at
 
 from .config import LongformerConfig
 
@@ -51,6 +56,22 @@ def set_checkpoint_io(load: Callable, save: Callable) -> None:
 
 class SequenceTooLong(ValueError):
     """Input longer than the model's position table."""
+
+
+def relative_position_bucket(offset: torch.Tensor, num_buckets: int = 32, max_distance: int = 128) -> torch.Tensor:
+    """MPNet's bucket of a key-minus-query offset (T5's bidirectional scheme): keys after the
+    query take the upper half of the buckets, keys before it the lower half; within a half, a
+    distance below a quarter of num_buckets is its own bucket, longer ones share log-spaced
+    buckets up to max_distance, and everything further is the half's last bucket."""
+    half = num_buckets // 2
+    exact = half // 2
+    distance = offset.abs()
+    # The same float32 steps as the MPNet checkpoints were trained with (truncated, not rounded).
+    far = exact + (
+        torch.log(distance.clamp(min=1).float() / exact) / math.log(max_distance / exact) * (half - exact)
+    ).to(torch.long)
+    far = far.clamp(max=half - 1)
+    return (offset > 0).long() * half + torch.where(distance < exact, distance, far)
 
 
 class LongformerEmbeddings(nn.Module):
@@ -117,6 +138,7 @@ class LongformerSelfAttention(nn.Module):
         global_index: torch.Tensor,  # (B, G) positions of global tokens, left-aligned
         global_valid: torch.Tensor,  # (B, G) False for empty slots
         backend: str,
+        rel_bias: torch.Tensor | None = None,  # (H, 2R+1) relative position bias by offset, or None
     ) -> torch.Tensor:
         B, n, hidden = hidden_states.shape
         q = self.scaled_query(hidden_states)  # (B, H, n, D)
@@ -124,10 +146,10 @@ class LongformerSelfAttention(nn.Module):
         v = self._heads(self.value(hidden_states))
         dropout_p = self.dropout_p if self.training else 0.0
         out = banded_attention(
-            q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend
+            q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend, rel_bias
         )  # (B, H, n, D)
         if global_index.shape[1]:
-            rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend)  # (B, H, G, D)
+            rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend, rel_bias)  # (B, H, G, D)
             b, g = global_valid.nonzero(as_tuple=True)  # the filled slots only
             where = (b, slice(None), global_index[b, g])
             # Overwrite the global tokens' rows: in place when autograd does not need `out`.
@@ -151,18 +173,29 @@ class LongformerSelfAttention(nn.Module):
         global_index: torch.Tensor,
         dropout_p: float,
         backend: str = "chunked",
+        rel_bias: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Global queries attend to every non-padding key with query/key/value_global, as
         transformers computes them (every position projected with key_global and
-        value_global). `backend` is for the fast paths' Triton twin. Returns (B, H, G, D)."""
+        value_global); with a relative position bias, that of each key's true distance.
+        `backend` is for the fast paths' Triton twin. Returns (B, H, G, D)."""
         q = self.global_queries(hidden_states, global_index)  # (B, H, G, D)
         k = self._heads(self.key_global(hidden_states))  # (B, H, n, D)
         v = self._heads(self.value_global(hidden_states))
         scores = torch.matmul(q, k.transpose(-1, -2)).float()  # (B, H, G, n)
+        if rel_bias is not None:
+            scores = scores + global_row_bias(rel_bias, global_index, hidden_states.shape[1])
         neg = torch.finfo(torch.float32).min
         probs = torch.softmax(scores.masked_fill(key_padding_mask[:, None, None, :], neg), dim=-1)
         probs = F.dropout(probs.to(q.dtype), p=dropout_p, training=dropout_p > 0)
         return torch.matmul(probs, v)
+
+
+def global_row_bias(rel_bias: torch.Tensor, global_index: torch.Tensor, n: int) -> torch.Tensor:
+    """(B, H, G, n) fp32: the relative position bias of every key j for the global queries at
+    positions global_index (B, G), by the offset j - position."""
+    j = torch.arange(n, device=global_index.device)
+    return bias_at(rel_bias, j[None, None, :] - global_index[:, :, None]).transpose(0, 1).float()
 
 
 class LongformerSelfOutput(nn.Module):
@@ -222,8 +255,25 @@ class LongformerEncoder(nn.Module):
         super().__init__()
         self.layer = nn.ModuleList(LongformerLayer(config, i) for i in range(config.num_hidden_layers))
         self.gradient_checkpointing = False
+        # MPNet's relative position bias: (buckets, heads), shared by every layer.
+        self.num_buckets = config.relative_attention_num_buckets
+        self.max_distance = config.relative_attention_max_distance
+        if self.num_buckets:
+            self.relative_attention_bias = nn.Embedding(self.num_buckets, config.num_attention_heads)
+
+    def offset_bias(self) -> torch.Tensor | None:
+        """The bias table as the kernels read it: (H, 2R+1) by key-minus-query offset -R..R,
+        R = max_distance, past which every offset shares the last bucket of its direction
+        (lfcli.kernels.position_bias). None for a model without the table."""
+        if not self.num_buckets:
+            return None
+        R = max(1, self.max_distance)
+        offsets = torch.arange(-R, R + 1, device=self.relative_attention_bias.weight.device)
+        buckets = relative_position_bucket(offsets, self.num_buckets, self.max_distance)
+        return self.relative_attention_bias(buckets).t()  # (H, 2R+1), differentiable in the table
 
     def forward(self, hidden_states: torch.Tensor, *masks) -> torch.Tensor:
+        masks = (*masks, self.offset_bias())
         for layer in self.layer:
             if self.gradient_checkpointing and self.training:
                 hidden_states = checkpoint(layer, hidden_states, *masks, use_reentrant=False)

@@ -302,9 +302,9 @@ def test_model_follows_backend_precedence(clean_env):
     calls = []
     real = attention_module.reference_attention
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         calls.append(1)
-        return real(*args)
+        return real(*args, **kwargs)
 
     clean_env.setattr(attention_module, "reference_attention", spy)
     model = LongformerModel(LongformerConfig(**_tiny(num_hidden_layers=1)))

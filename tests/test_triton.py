@@ -49,6 +49,7 @@ finally:
 from triton.runtime.interpreter import InterpretedFunction  # noqa: E402
 
 from lfcli.kernels import banded_attention  # noqa: E402
+from lfcli.kernels.position_bias import bias_at  # noqa: E402
 from lfcli.kernels.reference import allowed_keys, reference_attention, reference_global_rows  # noqa: E402
 
 IN_PROCESS = ON_GPU or (isinstance(tl.sum, InterpretedFunction) and isinstance(tb.fwd_kernel, InterpretedFunction))
@@ -70,17 +71,30 @@ def _interpreter_env(request, monkeypatch):
 # float64 twins of the reference (reference.py computes its softmax in float32)
 
 
-def reference64(q, k, v, w1, key_padding_mask, is_global, dilation):
-    allowed = allowed_keys(q.shape[2], w1, key_padding_mask, is_global, dilation)
-    scores = (q.double() @ k.double().transpose(-1, -2)).masked_fill(~allowed, float("-inf"))
-    probs = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+def reference64(q, k, v, w1, key_padding_mask, is_global, dilation, rel_bias=None):
+    n = q.shape[2]
+    allowed = allowed_keys(n, w1, key_padding_mask, is_global, dilation)
+    scores = q.double() @ k.double().transpose(-1, -2)
+    if rel_bias is not None:
+        i = torch.arange(n, device=q.device)
+        scores = scores + bias_at(rel_bias.double(), i[None, :] - i[:, None])  # key minus query
+    probs = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
     probs = probs.masked_fill(key_padding_mask[:, None, :, None], 0.0)
     return probs @ v.double()
 
 
-def global_rows64(q, k, v, key_padding_mask):
-    scores = (q.double() @ k.double().transpose(-1, -2)).masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+def global_rows64(q, k, v, key_padding_mask, rel_bias=None, positions=None):
+    scores = q.double() @ k.double().transpose(-1, -2)
+    if rel_bias is not None:
+        j = torch.arange(k.shape[2], device=q.device)
+        scores = scores + bias_at(rel_bias.double(), j[None, None, :] - positions[:, :, None]).transpose(0, 1)
+    scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
     return torch.softmax(scores, dim=-1) @ v.double()
+
+
+def make_bias(H, R, seed=0):
+    """A (H, 2R+1) relative position bias of order 1: enough to move the softmax."""
+    return torch.randn(H, 2 * R + 1, generator=torch.Generator().manual_seed(seed)).to(DEVICE)
 
 
 def make_inputs(B, H, n, D, lengths=None, globals_=None, dtype=torch.float32, seed=0):
@@ -111,14 +125,19 @@ def assert_close_to(name, kernel, torch_same_precision, ref64, floor):
     assert err <= bound, f"{name}: kernel error {err:.3g} > bound {bound:.3g} (PyTorch's error {torch_err:.3g})"
 
 
-def check_banded(q, k, v, w1, key_padding_mask, is_global, dilation, config, floor=1e-5, grads=True):
+def check_banded(q, k, v, w1, key_padding_mask, is_global, dilation, config, floor=1e-5, grads=True, rel_bias=None):
+    """The kernels against the reference; with rel_bias (H, 2R+1), its gradient too."""
     dilation = torch.as_tensor(dilation, dtype=torch.long)
-    leaves = [x.detach().requires_grad_(grads) for x in (q, k, v)]
-    leaves32 = [x.detach().float().requires_grad_(grads) for x in (q, k, v)]
-    leaves64 = [x.detach().double().requires_grad_(grads) for x in (q, k, v)]
-    out = tb.triton_attention(*leaves, w1, key_padding_mask, is_global, dilation, config=config)
-    plain = reference_attention(*(x.to(q.dtype) for x in leaves32), w1, key_padding_mask, is_global, dilation)
-    ref = reference64(*leaves64, w1, key_padding_mask, is_global, dilation)
+    inputs = (q, k, v) if rel_bias is None else (q, k, v, rel_bias.to(q.dtype))
+    leaves = [x.detach().requires_grad_(grads) for x in inputs]
+    leaves32 = [x.detach().float().requires_grad_(grads) for x in inputs]
+    leaves64 = [x.detach().double().requires_grad_(grads) for x in inputs]
+    bias, bias32, bias64 = (None, None, None) if rel_bias is None else (leaves[3], leaves32[3], leaves64[3])
+    masks = (w1, key_padding_mask, is_global, dilation)
+    out = tb.triton_attention(*leaves[:3], *masks, rel_bias=bias, config=config)
+    plain = reference_attention(*(x.to(q.dtype) for x in leaves32[:3]), *masks,
+                                rel_bias=None if bias32 is None else bias32.to(q.dtype))
+    ref = reference64(*leaves64[:3], *masks, rel_bias=bias64)
     assert out.shape == q.shape and out.dtype == q.dtype
     assert_close_to("out", out, plain, ref, floor)
     if not grads:
@@ -127,7 +146,8 @@ def check_banded(q, k, v, w1, key_padding_mask, is_global, dilation, config, flo
     got = torch.autograd.grad(out, leaves, grad_out.to(out.dtype))
     plain_grads = torch.autograd.grad(plain, leaves32, grad_out.to(plain.dtype))
     want = torch.autograd.grad(ref, leaves64, grad_out)
-    for name, g, p, w in zip(("dq", "dk", "dv"), got, plain_grads, want):
+    for name, g, p, w in zip(("dq", "dk", "dv", "d_rel_bias"), got, plain_grads, want):
+        assert g.dtype == q.dtype, name
         assert_close_to(name, g, p, w, floor)
 
 
@@ -177,7 +197,8 @@ def test_work_table_covers_every_position_once():
         assert sorted(covered) == list(range(n))
 
 
-def test_work_efficiency_figures(capsys):
+def test_work_efficiency_figures():
+    """The figures themselves are benchmarks/run_all.py's to print; a test prints nothing."""
     rows = []
     for window in (128, 256, 512, 1024):
         eff = tb.work_efficiency(16384, window, 64, 64)
@@ -188,10 +209,6 @@ def test_work_efficiency_figures(capsys):
     assert dict(rows)[512].scores >= 0.8
     dilated = tb.work_efficiency(16384, 512, 64, 64, dilation=4)
     assert dilated.blocks == 1.0 and dilated.scores >= 0.8
-    with capsys.disabled():
-        print("\nwork efficiency, n=16384, blocks 64x64 (useful key tiles, useful score elements):")
-        for window, eff in rows:
-            print(f"  window {window:5d}: {eff.blocks:.3f}  {eff.scores:.3f}")
 
 
 def test_work_efficiency_short_sequence_is_exact():
@@ -276,7 +293,69 @@ def test_banded_half_precision_gpu(dtype, D):
 
 
 # ----------------------------------------------------------------------------------------------
+# Relative position bias (MPNet's): rel_bias[h, clamp(j - i, -R, R) + R] added to every score
+
+
+# (n, one-sided window, R, real lengths per sample, global positions per sample); dilation 1
+BIAS_CASES = {
+    "inside-one-window": (20, 32, 4, [20, 13], [[3], []]),  # n < w1: the band is every key
+    "reach-below-window": (50, 8, 3, [50, 41], [[0, 25], [49]]),  # band offsets clamp at +-R
+    "reach-above-window": (45, 3, 20, [45, 30], [[0, 44], [7]]),  # only far global columns clamp
+    "reach-beyond-sequence": (33, 4, 40, None, [[16], []]),  # nothing clamps
+    "reach-one-odd-length": (37, 6, 1, [37, 36], [[36], [18]]),
+    "globals-all-over": (50, 2, 6, None, [[0, 16, 17, 31, 49], list(range(18))]),  # 18 > one column tile
+}
+
+
+@pytest.mark.parametrize("case", list(BIAS_CASES))
+def test_banded_bias_small_blocks(case):
+    n, w1, R, lengths, globals_ = BIAS_CASES[case]
+    q, k, v, kpm, isg = make_inputs(2, 2, n, 32, lengths, globals_, seed=len(case))
+    check_banded(q, k, v, w1, kpm, isg, [1, 1], SMALL, rel_bias=make_bias(2, R, seed=n))
+
+
+@pytest.mark.parametrize("R", [5, 40])
+def test_banded_bias_default_blocks(R):
+    q, k, v, kpm, isg = make_inputs(2, 2, 70, 32, [70, 61], [[0, 35], [69]], seed=R)
+    check_banded(q, k, v, 20, kpm, isg, [1, 1], None, rel_bias=make_bias(2, R, seed=R))
+
+
+def test_banded_bias_fp16():
+    q, k, v, kpm, isg = make_inputs(2, 2, 70, 32, [70, 60], [[0], [65]], dtype=torch.float16, seed=3)
+    check_banded(q, k, v, 8, kpm, isg, [1, 1], None, floor=1e-3, rel_bias=make_bias(2, 5))
+
+
+def test_bias_refuses_dilation_and_missing_positions():
+    # banded_attention refuses a dilated bias with a ValueError; the launcher only asserts it
+    # (under torch.compile the dilations reach triton_attention as symbols, not ints).
+    q, k, v, kpm, isg = make_inputs(1, 2, 20, 16)
+    with pytest.raises(AssertionError, match="dilation 1"):
+        tb.triton_attention(q, k, v, 3, kpm, isg, torch.tensor([1, 2]), rel_bias=make_bias(2, 3))
+    with pytest.raises(ValueError, match="positions"):
+        tb.triton_global_rows(q[:, :, :2], k, v, kpm, rel_bias=make_bias(2, 3))
+
+
+# ----------------------------------------------------------------------------------------------
 # Global rows: a dense masked pass of the global queries over every key
+
+
+def check_global_rows(q, k, v, kpm, config, rel_bias=None, positions=None):
+    """triton_global_rows against the reference; with rel_bias (H, 2R+1), its gradient too."""
+    inputs = (q, k, v) if rel_bias is None else (q, k, v, rel_bias)
+    leaves = [x.detach().requires_grad_() for x in inputs]
+    leaves32 = [x.detach().float().requires_grad_() for x in inputs]
+    leaves64 = [x.detach().double().requires_grad_() for x in inputs]
+    bias, bias32, bias64 = (None, None, None) if rel_bias is None else (leaves[3], leaves32[3], leaves64[3])
+    out = tb.triton_global_rows(*leaves[:3], kpm, rel_bias=bias, positions=positions, config=config)
+    plain = reference_global_rows(*leaves32[:3], kpm, rel_bias=bias32, positions=positions)
+    ref = global_rows64(*leaves64[:3], kpm, rel_bias=bias64, positions=positions)
+    assert_close_to("out", out, plain, ref, 1e-5)
+    grad_out = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64).to(ref.device)
+    got = torch.autograd.grad(out, leaves, grad_out.float())
+    plain_grads = torch.autograd.grad(plain, leaves32, grad_out.float())
+    want = torch.autograd.grad(ref, leaves64, grad_out)
+    for name, g, p, w in zip(("dq", "dk", "dv", "d_rel_bias"), got, plain_grads, want):
+        assert_close_to(name, g, p, w, 1e-5)
 
 
 @pytest.mark.parametrize(
@@ -287,19 +366,20 @@ def test_banded_half_precision_gpu(dtype, D):
 def test_global_rows(G, n, lengths, config):
     _, k, v, kpm, _ = make_inputs(2, 2, n, 32, lengths, seed=G * n)
     q = make_inputs(2, 2, G, 32, seed=G)[0]
-    leaves = [x.detach().requires_grad_() for x in (q, k, v)]
-    leaves32 = [x.detach().float().requires_grad_() for x in (q, k, v)]
-    leaves64 = [x.detach().double().requires_grad_() for x in (q, k, v)]
-    out = tb.triton_global_rows(*leaves, kpm, config=config)
-    plain = reference_global_rows(*leaves32, kpm)
-    ref = global_rows64(*leaves64, kpm)
-    assert_close_to("out", out, plain, ref, 1e-5)
-    grad_out = torch.randn(ref.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64).to(ref.device)
-    got = torch.autograd.grad(out, leaves, grad_out.float())
-    plain_grads = torch.autograd.grad(plain, leaves32, grad_out.float())
-    want = torch.autograd.grad(ref, leaves64, grad_out)
-    for name, g, p, w in zip(("dq", "dk", "dv"), got, plain_grads, want):
-        assert_close_to(name, g, p, w, 1e-5)
+    check_global_rows(q, k, v, kpm, config)
+
+
+@pytest.mark.parametrize(
+    "G, n, lengths, R",
+    [(1, 40, None, 4), (3, 65, [65, 30], 10), (17, 33, [20, 33], 40)],  # R below, above, beyond n
+)
+@pytest.mark.parametrize("config", [None, SMALL], ids=["default-blocks", "small-blocks"])
+def test_global_rows_bias(G, n, lengths, R, config):
+    _, k, v, kpm, _ = make_inputs(2, 2, n, 32, lengths, seed=G * n)
+    q = make_inputs(2, 2, G, 32, seed=G)[0]
+    gen = torch.Generator().manual_seed(G)  # the global queries sit anywhere, in any order
+    positions = torch.stack([torch.randperm(n, generator=gen)[:G] for _ in range(2)]).to(DEVICE)
+    check_global_rows(q, k, v, kpm, config, rel_bias=make_bias(2, R, seed=n), positions=positions)
 
 
 def test_global_rows_no_global_queries():
@@ -321,21 +401,26 @@ def recover_keep_mask(B, H, n, w1, kpm, isg, dilation, p, seed):
     return out != 0
 
 
-def test_dropout_matches_reference_with_the_same_mask():
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no-bias", "bias"])
+def test_dropout_matches_reference_with_the_same_mask(with_bias):
     B, H, n, w1, p = 2, 2, 32, 4, 0.3
-    dilation = torch.tensor([1, 2])
+    dilation = torch.tensor([1, 1] if with_bias else [1, 2])
     q, k, v, kpm, isg = make_inputs(B, H, n, 32, [32, 27], [[5], [0, 31]], seed=11)
+    inputs = (q, k, v, make_bias(H, 3)) if with_bias else (q, k, v)
     keep = recover_keep_mask(B, H, n, w1, kpm, isg, dilation, p, seed=123)
     allowed = allowed_keys(n, w1, kpm, isg, dilation) & ~kpm[:, None, :, None]
     assert not (keep & ~allowed).any()  # nothing outside the pattern is ever kept
     kept = keep.sum().item() / allowed.sum().item()
     assert abs(kept - (1 - p)) < 0.06, kept
 
-    leaves = [x.detach().requires_grad_() for x in (q, k, v)]
-    leaves64 = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    leaves = [x.detach().requires_grad_() for x in inputs]
+    leaves64 = [x.detach().double().requires_grad_() for x in inputs]
     torch.manual_seed(123)  # the same seed: the kernels draw the same mask
-    out = tb.triton_attention(*leaves, w1, kpm, isg, dilation, p)
+    out = tb.triton_attention(*leaves[:3], w1, kpm, isg, dilation, p, rel_bias=leaves[3] if with_bias else None)
     scores = leaves64[0] @ leaves64[1].transpose(-1, -2)
+    if with_bias:
+        i = torch.arange(n, device=DEVICE)
+        scores = scores + bias_at(leaves64[3], i[None, :] - i[:, None])
     scores = scores.masked_fill(~allowed_keys(n, w1, kpm, isg, dilation), float("-inf"))
     probs = torch.softmax(scores, -1).masked_fill(kpm[:, None, :, None], 0.0)
     ref = (probs * keep / (1 - p)) @ leaves64[2]
@@ -365,6 +450,14 @@ def test_entry_point_backend_triton():
     assert max_err(got, want.double()) < 1e-5
 
 
+def test_entry_point_passes_the_bias():
+    q, k, v, kpm, isg = make_inputs(2, 2, 30, 32, [30, 25], [[0], [24]], seed=9)
+    rel_bias = make_bias(2, 6)
+    got = banded_attention(q, k, v, 8, kpm, isg, backend="triton", rel_bias=rel_bias)
+    want = banded_attention(q, k, v, 8, kpm, isg, backend="reference", rel_bias=rel_bias)
+    assert max_err(got, want.double()) < 1e-5
+
+
 def test_entry_point_refuses_triton_on_cpu_without_interpreter(monkeypatch):
     from lfcli.kernels import BackendUnavailable
 
@@ -376,28 +469,34 @@ def test_entry_point_refuses_triton_on_cpu_without_interpreter(monkeypatch):
         banded_attention(q, k, v, 2, kpm, isg, backend="triton")
 
 
-def test_registered_ops_pass_opcheck():
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no-bias", "bias"])
+def test_registered_ops_pass_opcheck(with_bias):
     q, k, v, kpm, isg = make_inputs(1, 2, 24, 16, [20], [[0, 5]], seed=1)
     q, k, v = (x.requires_grad_() for x in (q, k, v))
-    args = (q, k, v, kpm, isg, 3, [1, 2], 0.0, 0, list(SMALL))
+    rel_bias = make_bias(2, 4).requires_grad_() if with_bias else None
+    positions = torch.tensor([[0, 17, 5]], device=DEVICE) if with_bias else None
+    dilation = [1, 1] if with_bias else [1, 2]
+    args = (q, k, v, kpm, isg, rel_bias, 3, dilation, 0.0, 0, list(SMALL))
     torch.library.opcheck(torch.ops.lfcli.triton_banded_attention.default, args,
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
-    rows_args = (q[:, :, :3].detach().requires_grad_(), k, v, kpm, 0.0, 0, list(SMALL))
+    rows_args = (q[:, :, :3].detach().requires_grad_(), k, v, kpm, rel_bias, positions, 0.0, 0, list(SMALL))
     torch.library.opcheck(torch.ops.lfcli.triton_global_rows.default, rows_args,
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
 
 
-def test_torch_compile_sees_the_op():
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no-bias", "bias"])
+def test_torch_compile_sees_the_op(with_bias):
     # fullgraph: the registered op must not break the graph; aot_eager also traces the backward.
     q, k, v, kpm, isg = make_inputs(1, 2, 40, 16, [36], [[3]], seed=2)
-    dilation = torch.tensor([1, 2])
+    dilation = torch.tensor([1, 1] if with_bias else [1, 2])
+    inputs = (q, k, v, make_bias(2, 3)) if with_bias else (q, k, v)
 
-    def loss(q, k, v):
-        return tb.triton_attention(q, k, v, 4, kpm, isg, dilation, config=SMALL).sin().sum()
+    def loss(q, k, v, rel_bias=None):
+        return tb.triton_attention(q, k, v, 4, kpm, isg, dilation, rel_bias=rel_bias, config=SMALL).sin().sum()
 
     compiled = torch.compile(loss, backend="aot_eager", fullgraph=True)
-    leaves = [x.detach().requires_grad_() for x in (q, k, v)]
-    eager = [x.detach().requires_grad_() for x in (q, k, v)]
+    leaves = [x.detach().requires_grad_() for x in inputs]
+    eager = [x.detach().requires_grad_() for x in inputs]
     a, b = compiled(*leaves), loss(*eager)
     a.backward()
     b.backward()
