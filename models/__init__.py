@@ -4,7 +4,7 @@
 from lfcli.kernels import ENV_VAR as BACKEND_ENV_VAR
 from lfcli.kernels import BackendUnavailable, resolve_backend
 
-from . import registry  # noqa: F401  (installs the loader's resolver of adapter bases)
+from . import model_folders  # noqa: F401  (installs the loader's resolver of adapter bases)
 from .checkpoint import CheckpointError, MissingHead, available_heads, load_pretrained, save_pretrained
 from .config import ConfigError, LongformerConfig
 from .fast_paths import FAST_PATHS, apply_fast_paths

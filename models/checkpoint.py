@@ -30,7 +30,7 @@ from .longformer import set_checkpoint_io
 from .lora import ADAPTER_CONFIG, merge_into_state, read_adapter
 
 ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
-SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.")
+SOURCE_PREFIXES = ("longformer.", "roberta.", "bert.", "mpnet.")
 SKIPPED = ("embeddings.position_ids", "lm_head.decoder.weight", "lm_head.decoder.bias")
 # Each local attention projection and the global one that starts as its copy (the paper's recipe).
 GLOBAL_PROJECTIONS = {"query": "query_global", "key": "key_global", "value": "value_global"}
@@ -87,7 +87,7 @@ def is_adapter_folder(folder: Path) -> bool:
 
 
 # An adapter folder names the base model it was trained on: a folder, or a bundled model's
-# name, which may have to be built first. Naming models is registry.py's work, a layer above
+# name, which may have to be built first. Naming models is model_folders.py's work, a layer above
 # this file's reading and writing; it installs its resolver here when lfcli.models is imported
 # (models/__init__.py), so that the loader below takes adapter folders as it takes full ones.
 _adapter_base_resolver: Callable[[Path, LongformerConfig | None], Path] | None = None

@@ -1,4 +1,4 @@
-"""Turn a short BERT / RoBERTa checkpoint (or a Longformer one) into a long Longformer.
+"""Turn a short BERT / RoBERTa / MPNet checkpoint (or a Longformer one) into a long Longformer.
 
 The recipe of Beltagy, Peters & Cohan (2020), section 5 ("copy initialisation"):
   * a new position table of `max_positions` rows (plus the pad_token_id + 1 offset rows that
@@ -6,7 +6,11 @@ The recipe of Beltagy, Peters & Cohan (2020), section 5 ("copy initialisation"):
     again;
   * global projections (query/key/value_global) copied from the local ones;
   * everything else (word and token-type embeddings, layers, LayerNorm eps, vocab, special
-    token ids, task heads) unchanged.
+    token ids, task heads) unchanged;
+  * MPNet's layers renamed to Longformer's, and its relative position bias table kept: the
+    encoder adds it inside the band and on the global rows (models/longformer.py);
+  * a sentence-transformers folder's pooling and normalisation go into config.json's "lfcli"
+    block, where `lfcli embed` reads them.
 
 BERT sources need one more step: transformers' Longformer computes position ids RoBERTa-style,
 `cumsum(input_ids != pad) * mask + pad_token_id`, so the first real token sits at row
@@ -36,13 +40,25 @@ from typing import Any, Callable
 import torch
 from safetensors.torch import save_file
 
-from .checkpoint import TOKENIZER_FILES, CheckpointError, global_from_local, read_state_dict, split_prefix
+from .checkpoint import CheckpointError, global_from_local, read_state_dict, split_prefix
 from .config import ConfigError, LongformerConfig
+from .convert_tokenizer import copy_long_tokenizer, tokenizer_special_ids
 from .heads import source_heads
 
 log = logging.getLogger("lfcli.convert")
 
-SOURCE_TYPES = ("bert", "roberta", "longformer")
+SOURCE_TYPES = ("bert", "roberta", "mpnet", "longformer")
+# MPNet's names for the parts a Longformer layer calls otherwise (transformers' modeling_mpnet).
+MPNET_NAMES = {
+    ".attention.attn.q.": ".attention.self.query.",
+    ".attention.attn.k.": ".attention.self.key.",
+    ".attention.attn.v.": ".attention.self.value.",
+    ".attention.attn.o.": ".attention.output.dense.",
+    ".attention.LayerNorm.": ".attention.output.LayerNorm.",
+}
+RELATIVE_BIAS = "encoder.relative_attention_bias.weight"
+# transformers' MPNet fixes the largest bucketed distance at 128 (it is not in config.json).
+MPNET_MAX_DISTANCE = 128
 POSITIONS = "embeddings.position_embeddings.weight"
 # Fields of the transformers LongformerConfig taken from the source config as they are.
 CARRIED_FIELDS = (
@@ -96,7 +112,7 @@ def convert_to_long(
 
     raw = _read_source_config(src)
     state = read_state_dict(src)
-    config, tensors = convert_state(raw, state, src, max_positions, attention_window, note, _tokenizer_special_ids(src))
+    config, tensors = convert_state(raw, state, src, max_positions, attention_window, note, tokenizer_special_ids(src))
     if config_extra:
         extra = dict(config_extra)
         block = extra.pop("lfcli", None)
@@ -108,7 +124,7 @@ def convert_to_long(
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         _write(tmp, config, tensors)
-        _copy_tokenizer(src, tmp, max_positions, note)
+        copy_long_tokenizer(src, tmp, max_positions, note)
         _install(tmp, out)
     finally:
         if tmp.exists():
@@ -141,56 +157,6 @@ def _read_source_config(src: Path) -> dict[str, Any]:
             f"{src}: hidden_act {raw['hidden_act']!r} is not supported (lfcli runs {', '.join(SUPPORTED_ACTS)})"
         )
     return raw
-
-
-def _token_content(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and isinstance(value.get("content"), str):
-        return value["content"]
-    return None
-
-
-def _tokenizer_special_ids(src: Path) -> dict[str, int]:
-    """{"cls"|"sep"|"pad"|"bos"|"eos": id} from the source's tokenizer files, where they say."""
-    names: dict[str, str] = {}
-    for fname in ("tokenizer_config.json", "special_tokens_map.json"):  # the second one wins
-        try:
-            data = json.loads((src / fname).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict):
-            for role in ("cls", "sep", "pad", "bos", "eos"):
-                content = _token_content(data.get(f"{role}_token"))
-                if content is not None:
-                    names[role] = content
-    vocab: dict[str, int] = {}
-    try:
-        tok = json.loads((src / "tokenizer.json").read_text(encoding="utf-8"))
-        model_vocab = tok.get("model", {}).get("vocab")
-        if isinstance(model_vocab, dict):
-            vocab.update({k: v for k, v in model_vocab.items() if isinstance(v, int)})
-        for added in tok.get("added_tokens") or []:
-            vocab[added["content"]] = added["id"]
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        pass
-    if not vocab:
-        try:
-            vocab = json.loads((src / "vocab.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            try:
-                lines = (src / "vocab.txt").read_text(encoding="utf-8").split("\n")
-                vocab = {line: i for i, line in enumerate(lines) if line}
-            except OSError:
-                pass
-    # No names in the config files: the usual BERT / RoBERTa ones, if the vocab has them.
-    for role, (bert_name, roberta_name) in {
-        "cls": ("[CLS]", "<s>"),
-        "sep": ("[SEP]", "</s>"),
-        "pad": ("[PAD]", "<pad>"),
-    }.items():
-        names.setdefault(role, bert_name if bert_name in vocab else roberta_name)
-    return {role: vocab[name] for role, name in names.items() if isinstance(vocab.get(name), int)}
 
 
 def _special_ids(raw: dict[str, Any], tokenizer_ids: dict[str, int]) -> dict[str, int]:
@@ -338,6 +304,8 @@ def convert_state(
         (encoder if is_encoder else heads)[bare] = tensor
     if POSITIONS not in encoder or "embeddings.word_embeddings.weight" not in encoder:
         raise CheckpointError(f"{src}: no embeddings in the weights file (is this a {model_type} checkpoint?)")
+    if model_type == "mpnet":
+        encoder = _from_mpnet(encoder, src)
 
     arch = _head_class(raw, set(state), note)
     arch, head_tensors = _map_head(model_type, arch, heads, encoder, raw.get("hidden_act", "gelu"), note)
@@ -378,10 +346,48 @@ def convert_state(
     if arch in LABELLED and raw.get("id2label"):
         config["id2label"] = {str(k): v for k, v in raw["id2label"].items()}
         config["label2id"] = {v: int(k) for k, v in raw["id2label"].items()}
+    if model_type == "mpnet":
+        config.update(relative_attention_num_buckets=raw.get("relative_attention_num_buckets", 32),
+                      relative_attention_max_distance=MPNET_MAX_DISTANCE)
     learned = source_positions if model_type == "bert" else source_positions - pad - 1
-    config["lfcli"] = {"converted_from": model_type, "source_positions": learned}
+    config["lfcli"] = {"converted_from": model_type, "source_positions": learned, **sentence_pooling(src)}
     _check(config, tensors, arch, src)
     return config, tensors
+
+
+def _from_mpnet(encoder: dict[str, torch.Tensor], src: Path) -> dict[str, torch.Tensor]:
+    """An MPNet encoder's tensors under Longformer's names. MPNet has no token types: a
+    Longformer's one-row token-type table of zeros adds nothing. Its relative position bias
+    table keeps its name (the Longformer encoder reads it when the config has buckets)."""
+    if RELATIVE_BIAS not in encoder:
+        raise CheckpointError(f"{src}: an mpnet checkpoint without {RELATIVE_BIAS}")
+    out = {}
+    for name, tensor in encoder.items():
+        for old, new in MPNET_NAMES.items():
+            name = name.replace(old, new)
+        out[name] = tensor
+    words = out["embeddings.word_embeddings.weight"]
+    out.setdefault("embeddings.token_type_embeddings.weight", words.new_zeros((1, words.shape[1])))
+    return out
+
+
+def sentence_pooling(src: Path) -> dict[str, Any]:
+    """A sentence-transformers folder's pooling and normalisation (modules.json and its
+    Pooling module's config.json), as the embed task reads them from config.json's "lfcli"
+    block: {"pooling": "mean" | "cls", "normalize": bool}; {} for any other folder, or a
+    pooling lfcli does not run."""
+    try:
+        modules = json.loads((src / "modules.json").read_text(encoding="utf-8"))
+        kinds = {m["type"].rsplit(".", 1)[-1]: m.get("path", "") for m in modules}
+        pooling = json.loads((src / kinds["Pooling"] / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    modes = [mode for mode in ("mean", "cls") if pooling.get(f"pooling_mode_{mode}_tokens" if mode == "mean" else "pooling_mode_cls_token")]
+    others = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v and k not in
+              ("pooling_mode_mean_tokens", "pooling_mode_cls_token")]
+    if len(modes) != 1 or others:
+        return {}
+    return {"pooling": modes[0], "normalize": "Normalize" in kinds}
 
 
 def _expected_shapes(cfg: LongformerConfig, arch: str) -> dict[str, tuple[int, ...]]:
@@ -394,6 +400,8 @@ def _expected_shapes(cfg: LongformerConfig, arch: str) -> dict[str, tuple[int, .
         "embeddings.LayerNorm.weight": (h,),
         "embeddings.LayerNorm.bias": (h,),
     }
+    if cfg.relative_attention_num_buckets:
+        shapes[RELATIVE_BIAS] = (cfg.relative_attention_num_buckets, cfg.num_attention_heads)
     linear = {f"attention.self.{p}": (h, h) for p in ("query", "key", "value", "query_global", "key_global", "value_global")}
     linear.update({"attention.output.dense": (h, h), "intermediate.dense": (i, h), "output.dense": (h, i)})
     for layer in range(cfg.num_hidden_layers):
@@ -441,45 +449,6 @@ def _check(config: dict[str, Any], tensors: dict[str, torch.Tensor], arch: str, 
 def _write(folder: Path, config: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
-
-
-def _copy_tokenizer(src: Path, dst: Path, max_positions: int, note: Callable[[str], None]) -> None:
-    """The source's tokenizer files, as they are but for tokenizer.json (no fixed truncation
-    or padding) and tokenizer_config.json (the long model's model_max_length)."""
-    for fname in TOKENIZER_FILES:
-        path = src / fname
-        if not path.is_file():
-            continue
-        if fname == "tokenizer.json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            # A fixed truncation/padding rule (all-MiniLM-L6-v2 ships 128/128) would silently
-            # cut or pad every long document: the converted model gets none.
-            dropped = [k for k in ("truncation", "padding") if data.get(k) is not None]
-            if dropped:
-                for k in dropped:
-                    note(f"tokenizer.json: the source's {k} rule ({_describe(data[k])}) is removed")
-                    data[k] = None
-                (dst / fname).write_text(json.dumps(data, ensure_ascii=False) + "\n", encoding="utf-8")
-                continue
-        elif fname == "tokenizer_config.json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and "model_max_length" in data:
-                data["model_max_length"] = max_positions
-                (dst / fname).write_text(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True) + "\n",
-                                         encoding="utf-8")
-                continue
-        shutil.copyfile(path, dst / fname)
-
-
-def _describe(rule: Any) -> str:
-    if isinstance(rule, dict):
-        if "max_length" in rule:
-            return f"max_length {rule['max_length']}"
-        strategy = rule.get("strategy")
-        if isinstance(strategy, dict):
-            return ", ".join(f"{k} {v}" for k, v in strategy.items())
-        return str(strategy)
-    return str(rule)
 
 
 def _install(tmp: Path, out: Path) -> None:

@@ -19,7 +19,7 @@ from .checkpoint import CheckpointError, copy_tokenizer_files, is_over_base
 from .config import LongformerConfig
 from .heads import ARCHITECTURES
 from .longformer import LongformerModel
-from .registry import adapter_base, base_reference, tokenizer_folder
+from .model_folders import adapter_base, base_reference, tokenizer_folder
 
 
 def rebase(model: str | Path, new_base: str | Path, out: str | Path, old_base: str | Path | None = None) -> Path:

@@ -36,7 +36,7 @@ from lfcli.models.lora import (
     ADAPTER_CONFIG, ADAPTER_WEIGHTS, add_lora, load_adapter, merge_lora, read_adapter, save_adapter,
     trainable_parameters,
 )
-from lfcli.models.registry import adapter_base, base_reference, tokenizer_folder
+from lfcli.models.model_folders import adapter_base, base_reference, tokenizer_folder
 
 from .. import registry
 from ..errors import InputError, UsageError

@@ -1,4 +1,4 @@
-"""What every task's training set-up uses (finetune.py's and the train_* modules' setup_TASK):
+"""What every task's training set-up uses (finetune.py's, and each home's train.py setup_TASK):
 the Setup it returns, the tokenizer for training windows, the report of skipped records, and
 the fingerprint of the training data that `--resume` compares."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lfcli.models import LongformerConfig
 from lfcli.models.heads import architecture_of_task
-from lfcli.models.registry import tokenizer_folder
+from lfcli.models.model_folders import tokenizer_folder
 
 from ..errors import InputError
 from ..infer.tokenize import DocumentTokenizer
