@@ -55,6 +55,8 @@ def parse_args(argv):
     p.add_argument("--books", type=int, default=None, help="how many novels (default 8; quick 2; tiny 1)")
     p.add_argument("--chars", type=int, default=None, help="only the first CHARS characters of each (tiny: 6000)")
     p.add_argument("--dtype", default="float32", help="float32 or bfloat16 (the job's dtype)")
+    p.add_argument("-m", "--model", default=None, help="as the commands' -m: a model, or a tier (small, base); "
+                                                        "default: each task's default model")
     p.add_argument("--data", type=Path, default=None, help="folder of .txt novels (default: the shared LitBank originals)")
     p.add_argument("--max-length", type=int, default=None, help="as the commands' --max-length (tiny: 512)")
     return p.parse_args(argv)
@@ -101,7 +103,8 @@ def run_task(task: str, files: list[Path], args, device) -> dict:
     import lfcli
     from lfcli.pipelines.io.writers import open_writer
 
-    pipe = lfcli.Pipeline(task, device=str(device), dtype=args.dtype, max_length=args.max_length, **TASK_OPTIONS[task])
+    pipe = lfcli.Pipeline(task, model=args.model, device=str(device), dtype=args.dtype, max_length=args.max_length,
+                          **TASK_OPTIONS[task])
     clock = Clock()
     encoder = encoder_of(pipe.model)
     encoder.forward = clock.timed("encode", encoder.forward)

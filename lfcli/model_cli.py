@@ -16,7 +16,9 @@ from rich.markdown import Markdown
 from typing_extensions import Annotated
 
 from lfcli.pipelines.errors import InputError, UsageError
-from lfcli.pipelines.infer.catalog import BUILD_SECONDS, announce_build, convert_checkpoint, list_models
+from lfcli.pipelines.infer.catalog import (
+    BUILD_SECONDS, ROOFLINE_RATIO, announce_build, convert_checkpoint, list_models, matmul_gflops, tier_sizes,
+)
 from lfcli.pipelines import registry
 from lfcli.pipelines.progress import record_line
 from lfcli.pipelines.tasks.mlm.config import PretrainConfig
@@ -40,14 +42,24 @@ def models(
     if name is not None:
         _print_card(name)
         return
+    from lfcli.pipelines.infer.precision import cpu_has_native_bf16  # lazy: torch, not for --help
+
+    dtype = "bfloat16" if cpu_has_native_bf16() else "float32"  # what --dtype auto runs here
+    sizes, rate = tier_sizes(), matmul_gflops(dtype)
     for m in list_models():
         if m["available"] is not None:
             status = f"unavailable: {m['available']}"
         else:
-            status = "ready" if m["built"] else f"builds on first use (about {BUILD_SECONDS} s)"
+            status = "ready" if m["built"] else f"builds on first use (about {m.get('build_seconds', BUILD_SECONDS)} s)"
         default = f" (default for {m['default']})" if m["default"] else ""
         typer.echo(f"{m['name']}{default}\t{m['description']}")
         typer.echo(f"    tasks: {', '.join(m['tasks'])}")
+        size = sizes[m["tier"]]
+        speed = rate * 1e9 / (size["flops_per_token"] * ROOFLINE_RATIO[dtype])
+        typer.echo(f"    tier: {m['tier']} (-m {m['tier']}): {size['layers']} layers x {size['hidden']}, "
+                   f"{size['parameters'] / 1e6:.0f}M parameters; embed about {speed:,.0f} tokens/s on this CPU in "
+                   f"{dtype} (its matmul rate, {rate:.0f} GFLOP/s, over the encoder's FLOPs per token, "
+                   f"x{ROOFLINE_RATIO[dtype]})")
         for key in ("trained_on", "scores"):
             if m.get(key):
                 typer.echo(f"    {key.replace('_', ' ')}: {m[key]}")

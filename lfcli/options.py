@@ -31,7 +31,7 @@ EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: 
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
 
 # -- the model and where it runs --------------------------------------------------------------
-Model = Annotated[Optional[str], typer.Option("--model", "-m", help="Bundled model name (see `lfcli models`) or checkpoint folder.")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="A tier (small, the default; base: larger and slower), a bundled model name (see `lfcli models`) or a checkpoint folder.")]
 # finetune also trains on from an adapter or a bundled task model.
 BaseModel = Annotated[Optional[str], typer.Option("--model", "-m", help="Base model: bundled name (see `lfcli models`) or checkpoint folder (default: the bundled base). A LoRA adapter folder or bundled task model is trained on from where it stands.")]
 MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest window in tokens (default: the model's positions).")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from ..errors import InputError, UsageError
@@ -35,6 +36,8 @@ def list_models() -> list[dict]:
         out.append(
             {
                 "name": name,
+                "tier": entry.tier,
+                "build_seconds": entry.build_seconds,
                 "default": ", ".join(tasks) if name == DEFAULT_MODEL else "",  # the tasks it serves
                 "description": entry.description,
                 "available": bundled_available(name),
@@ -48,6 +51,7 @@ def list_models() -> list[dict]:
         out.append(
             {
                 "name": name,
+                "tier": BUNDLED[entry.base].tier,
                 "default": entry.task if default_model(entry.task) == name else "",
                 "description": entry.description,
                 "available": None if present else f"its files are missing from this installation ({task_model_path(name)})",
@@ -66,8 +70,8 @@ def announce_build(name: str) -> None:
     from lfcli.models.bundled import BUNDLED, bundled_available, bundled_path, is_built  # lazy: torch, not for --help
 
     if name in BUNDLED and not is_built(name) and bundled_available(name) is None:
-        print(f"lfcli: building the bundled model {name} into {bundled_path(name)} (once, about {BUILD_SECONDS} s)",
-              file=sys.stderr, flush=True)
+        print(f"lfcli: building the bundled model {name} into {bundled_path(name)} "
+              f"(once, about {BUNDLED[name].build_seconds} s)", file=sys.stderr, flush=True)
 
 
 def convert_checkpoint(src: str, out: str, *, max_positions: int, attention_window: int, force: bool) -> Path:
@@ -90,3 +94,36 @@ def convert_checkpoint(src: str, out: str, *, max_positions: int, attention_wind
         )
     except CheckpointError as exc:
         raise InputError(str(exc)) from None
+
+
+# The ratio of an end-to-end `lfcli embed` on long documents to the matmul roofline, by dtype
+# (benchmarks/README.md, "inference stage by stage": 1.70x for the small tier in fp32; bf16's
+# faster matmuls leave more of the time to the rest): what `lfcli models` multiplies this CPU's
+# matmul rate by to say about how fast each tier runs here.
+ROOFLINE_RATIO = {"float32": 1.8, "bfloat16": 2.5}
+
+
+def tier_sizes() -> dict[str, dict]:
+    """{tier: {"layers", "hidden", "parameters", "flops_per_token"}} from the tiers' shapes:
+    forward FLOPs a token at window 512, L x [2(4h^2 + 2hi) + 4h(w + 1)] (projections, FFN and
+    the band's two products)."""
+    shapes = {"small": (6, 384, 1536, 30522), "base": (12, 768, 3072, 30527)}
+    out = {}
+    for tier, (layers, h, i, vocab) in shapes.items():
+        params = layers * (4 * h * h + 2 * h * i + 9 * h) + vocab * h + 514 * h
+        out[tier] = {"layers": layers, "hidden": h, "parameters": params,
+                     "flops_per_token": layers * (2 * (4 * h * h + 2 * h * i) + 4 * h * 513)}
+    return out
+
+
+def matmul_gflops(dtype: str = "float32") -> float:
+    """This machine's matmul rate in `dtype` (GFLOP/s, best of 3 1024^3 products, about 0.1 s)."""
+    import torch  # lazy: not for --help
+
+    a, b = torch.randn(1024, 1024, dtype=getattr(torch, dtype)), torch.randn(1024, 1024, dtype=getattr(torch, dtype))
+    best = float("inf")
+    for _ in range(4):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * 1024 ** 3 / best / 1e9

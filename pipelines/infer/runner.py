@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 
 from lfcli.models import ARCHITECTURES, BACKEND_ENV_VAR, BackendUnavailable, MissingHead, resolve_backend
-from lfcli.models.bundled import DEFAULT_MODEL, default_model, resolve_model
+from lfcli.models.bundled import DEFAULT_MODEL, TIERS, default_model, resolve_model
 from lfcli.models.heads import ENCODER, architecture_of_task, head_of_task
-from lfcli.models.registry import tokenizer_folder
+from lfcli.models.model_folders import tokenizer_folder
 
 from .. import registry
 from ..errors import InputError, UsageError
@@ -126,8 +126,18 @@ def _check_room(tok: DocumentTokenizer, spec: TaskSpec, question: str | None) ->
 
 
 def model_name(task: str, model: str | None, options: dict | None = None) -> str:
-    """The model a job runs: -m, else the task's bundled trained model, else the bundled base
-    (embed; and zero-shot classify, which runs the base's bare encoder)."""
+    """The model a job runs: -m (a tier, `small` or `base`, names that tier's model for the
+    task), else the task's bundled trained model, else the bundled base (embed; and zero-shot
+    classify, which runs the base's bare encoder)."""
+    if model in TIERS:
+        encoder = TIERS[model]
+        if model_class(task, options or {}) == ENCODER:  # embed, zero-shot classify: the encoder itself
+            return encoder
+        trained = default_model(task, encoder)
+        if trained == encoder:
+            raise UsageError(f"-m {model}: the {model} tier has no trained model for {task} in this installation "
+                             f"(see `lfcli models`)")
+        return trained
     if model:
         return model
     return DEFAULT_MODEL if registry.get(task).bare_encoder(options or {}) else default_model(task)
