@@ -70,26 +70,3 @@ class HeapKeeper:
             self.trim()
             self.trims += 1
             self.mark = None
-
-
-# mallopt's parameters (malloc.h).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def keep_freed_memory() -> bool:
-    """For training: glibc keeps what the process frees for its next allocations instead of
-    handing each large block back to the system at once. A training step allocates and frees
-    the same large activations (tens of MB each, above glibc's mmap threshold) again and again;
-    each fresh mapping is faulted in page by page, a third of a base-size LoRA step's time in
-    the kernel (B=32 x 256 tokens, bf16: 25 s system time in 78). The working set is the same
-    every step, so the memory is not lost. True where glibc took the settings."""
-    name = ctypes.util.find_library("c")
-    try:
-        mallopt = ctypes.CDLL(name).mallopt if name else None
-    except (OSError, AttributeError):
-        return False
-    if mallopt is None:
-        return False
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    # The largest threshold glibc allows on 64-bit: 32 MB (DEFAULT_MMAP_THRESHOLD_MAX).
-    return bool(mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 1 << 30))

@@ -52,7 +52,6 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import InputError, UsageError
-from ..infer.heap import keep_freed_memory
 from ..infer.precision import autocast_for, check_autocast
 from ..view.curves import CURVE_FILE, METRICS_FILE, RunCurve
 from .batches import Stream, mix_seed, plan_fixed, plan_update, steps_per_epoch
@@ -217,7 +216,6 @@ def train(model: torch.nn.Module, task: TrainTask, output: Path, config: TrainCo
         raise InputError("no training examples")
     run = Run(model, task, Path(output), config, dist or Dist("cpu"), log)
     run.begin(fingerprint or {}, resume)
-    keep_freed_memory()
     bar = ProgressBar(progress and run.dist.main, run.schedule.max_steps, run.st.step)
     model.train()
     stopped_early = False
