@@ -103,43 +103,51 @@ def test_bf16_classify_labels_unchanged():
         assert abs(a["score"] - b["score"]) < 0.02
 
 
-def _ranked_spans(rows: list[dict], dtype: str) -> list[list[tuple[float, int, int]]]:
-    """Each question's 3 best answers as (margin, start, end) character spans: the margins
-    themselves (a QA score is a calibrated probability, not a function of the margin)."""
+def _spans(rows: list[dict], dtype: str) -> list[tuple[tuple[int, int], dict[tuple[int, int], float]]]:
+    """Each question's best answer as a (start, end) character span, with the margin (span
+    logit over the window's no-answer) of every span any window proposed, overlapping ones
+    included (the answer list itself leaves those out)."""
     from lfcli.pipelines.io.readers import Document
 
-    pipe = lfcli.Pipeline("qa", dtype=dtype, top_k=3)
+    pipe = lfcli.Pipeline("qa", dtype=dtype, top_k=1)
     out = []
     for row in rows:
         doc = Document(row["id"], row["text"], fields={"question": row["question"]})
         prepared = pipe.task.prepare(0, doc)
         offsets = prepared.encoded.offsets
-        ranked = pipe.task.ranked(prepared, pipe._run_one(0, doc))
-        out.append([(margin, offsets[ts][0], offsets[te][1]) for ts, te, margin in ranked])
+        results = pipe._run_one(0, doc)
+        ts, te, _ = pipe.task.ranked(prepared, results)[0]
+        margins = {}
+        for window in results:
+            for margin, a, b in window:
+                span = (offsets[a][0], offsets[b][1])
+                margins[span] = max(margin, margins.get(span, margin))
+        out.append(((offsets[ts][0], offsets[te][1]), margins))
     return out
 
 
-# Two candidate answers whose fp32 margins (logits) are closer than this are a tie that any
-# rounding may flip (bf16's own, or another BLAS's fp32 order of sums).
-TIE = 0.1
-
-
 def test_bf16_answer_spans_unchanged():
+    """bf16 picks fp32's answer, except where fp32's own margins cannot tell two answers apart
+    by more than bf16's rounding moves a margin: a near tie, decided by a margin check. The
+    tie is measured on these very questions, not tuned on one CPU: twice the largest change
+    bf16 makes to any span's margin (two spans' errors may go opposite ways). CPUs that
+    multiply bf16 natively (AVX512-BF16, AMX) and those that emulate it round differently, and
+    a tolerance fixed on one flipped a near tie on another."""
     _needs_bundled()
     rows = [json.loads(line) for line in (EXAMPLES / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
-    fp32, bf16 = _ranked_spans(rows, "float32"), _ranked_spans(rows, "bfloat16")
-    ties = 0
-    for row, a, b in zip(rows, fp32, bf16):
-        best = a[0]
-        tied = {(start, end) for margin, start, end in a if best[0] - margin < TIE}
-        got = b[0][1:]
-        if len(tied) == 1:
-            assert got == best[1:], (row["id"], best, b[0])
-        else:  # fp32 itself cannot tell these apart: bf16 must pick one of them
-            ties += 1
-            assert got in tied, row["id"]
-    # Measured: 2 of the 5 (fp32 margins 0.01 and 0.02 apart); the other 3 must hold exactly.
-    assert len(rows) - ties >= 3, "too few questions with a clear best answer to guard anything"
+    fp32, bf16 = _spans(rows, "float32"), _spans(rows, "bfloat16")
+    moves = [abs(m32[s] - m16[s]) for (_, m32), (_, m16) in zip(fp32, bf16) for s in m32.keys() & m16.keys()]
+    tie = 2 * max(moves)
+    assert 0 < tie < 0.5, tie  # bf16 moves a margin by a few hundredths (8-bit mantissas), not more
+    clear = 0
+    for row, (best, m32), (got, _) in zip(rows, fp32, bf16):
+        tied = {span for span, margin in m32.items() if abs(m32[best] - margin) <= tie}
+        if tied == {best}:
+            clear += 1
+            assert got == best, (row["id"], best, got)
+        else:  # fp32 itself cannot tell these apart at bf16's precision: bf16 must pick one of them
+            assert got in tied, (row["id"], best, got, sorted(tied))
+    assert clear >= 3, "too few questions with a clear best answer to guard anything"
     # and the rows' scores, calibrated probabilities, barely move
     for a, b in zip(lfcli.qa(rows, dtype="float32"), lfcli.qa(rows, dtype="bfloat16")):
         assert 0 <= a["score"] <= 1 and abs(a["score"] - b["score"]) < 0.1, (a["id"], a["score"], b["score"])
@@ -181,3 +189,26 @@ def test_bf16_runs_where_onednn_has_no_bf16(tmp_path):
     env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_fp16_on_a_cpu_says_it_is_slow_and_names_the_fast_choice(capsys):
+    from lfcli.pipelines.infer.precision import cpu_has_native_fp16, resolve_dtype
+
+    if cpu_has_native_fp16():
+        pytest.skip("this CPU multiplies fp16 natively (AMX-FP16)")
+    cpu = torch.device("cpu")
+    assert resolve_dtype("float16", cpu) == torch.float16  # it still runs, as asked
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--dtype float16 is slow on this CPU" in err and "--dtype auto" in err
+    for name in ("auto", "float32", "bfloat16"):
+        resolve_dtype(name, cpu)
+    assert capsys.readouterr().err == ""
+
+
+def test_version_verbose_lists_the_native_dtypes():
+    from lfcli.pipelines.infer.precision import cpu_has_native_bf16
+
+    out = subprocess.run([sys.executable, "-m", "lfcli", "--version", "--verbose"], capture_output=True, text=True,
+                         check=True).stdout
+    line = next(x for x in out.splitlines() if x.startswith("native dtypes on this CPU: "))
+    assert line.split(": ", 1)[1].split(", ")[:2] == (["float32", "bfloat16"] if cpu_has_native_bf16() else ["float32"])

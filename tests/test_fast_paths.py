@@ -5,8 +5,9 @@ Small real configs, random weights (biases and norms included), batches with pad
 global tokens (G*H < hidden: the global-row algebra) and many (G*H >= hidden: the plain
 projection); chunk_rows shrunk so that each layer's tail runs in chunks, and oneDNN's
 projections taken from 8 rows up. In inference the
-outputs, in training (dropout 0) the outputs and every gradient, agree within 1e-5 (relative
-to the outputs' size). Then: loading gives the fast paths, a plain model can be asked for,
+outputs, in training (dropout 0) the outputs and every gradient, agree within a tolerance
+derived from float32's rounding and the size of the sums (TOL, about 2.4e-5 relative to the
+outputs' size). Then: loading gives the fast paths, a plain model can be asked for,
 LoRA-wrapped queries keep the fold's behaviour, and the fp32 head under a bf16 encoder.
 """
 
@@ -25,11 +26,18 @@ from lfcli.kernels import fused
 from lfcli.models.fast_paths import RowChunks, fast_paths_of
 from lfcli.models.lora import add_lora
 
-TOL = 1e-5
 SWAPS = [[name] for name in FAST_PATHS] + [list(FAST_PATHS)]
 SWAP_IDS = list(FAST_PATHS) + ["all"]
 B, N = 2, 40
 LENGTHS = [N, 29]  # the second sample padded
+HIDDEN = 32
+# The tolerance, from the dtype and the size of the sums: a value here (an output, or a weight's
+# gradient summed over every position) ends a chain of sums of about K = B*N*HIDDEN terms, and
+# two orders of summation (the fast path's and the plain one's) differ by about
+# u * sqrt(K) relative to the values' size (rounding errors adding up like a random walk; u is
+# float32's unit roundoff, 2^-24), times 8 for the few such chains behind one value. K = 2560:
+# 2.4e-5. (A fixed 1e-5 tuned on an AVX2 machine failed on an AVX512-BF16 one at 1.21e-5.)
+TOL = 8 * torch.finfo(torch.float32).eps / 2 * (B * N * HIDDEN) ** 0.5
 GLOBALS = {
     "few": [[0], [0, 5, 12]],  # G = 3, G*H = 12 < 32
     "many": [list(range(0, N, 4)), [1, 2, 3, 20]],  # G = 10, G*H = 40 >= 32
@@ -47,7 +55,7 @@ def _short_chunks(monkeypatch):
 
 def tiny_config(dropout: float = 0.1, **overrides) -> LongformerConfig:
     cfg = dict(
-        vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        vocab_size=64, hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=64, attention_window=8, attention_dilation=[1, [1, 2, 1, 3]],
         hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
         id2label={0: "a", 1: "b", 2: "c"}, attention_backend="chunked",
@@ -117,6 +125,38 @@ def test_training_gradients_match_plain(arch, names, globals_):
     assert got_grads.keys() == want_grads.keys() and want_grads
     for name in want_grads:
         assert_close(got_grads[name], want_grads[name], f"d {name}")
+
+
+@pytest.mark.parametrize("globals_", list(GLOBALS))
+@pytest.mark.parametrize("arch", ["LongformerModel", "LongformerForQuestionAnswering"])
+def test_relative_position_bias_through_every_swap(arch, globals_):
+    """MPNet's relative position bias (the base tier's), past the window with global rows and
+    columns: all the swaps together against the plain model, in inference and in training (the
+    bias table's gradient included). Dilation 1: a bias runs with no other."""
+    config = tiny_config(dropout=0.0, relative_attention_num_buckets=32, relative_attention_max_distance=16,
+                         attention_dilation=1)
+    plain, fast = plain_and_fast(arch, None, config)
+    for model in (plain, fast):
+        with torch.no_grad():  # a table large enough to move the scores by several units
+            model.get_submodule("longformer.encoder" if arch != "LongformerModel" else "encoder") \
+                .relative_attention_bias.weight.normal_(0, 2.0, generator=torch.Generator().manual_seed(9))
+    ids, mask, glob = make_batch(LENGTHS, globals_=GLOBALS[globals_], seed=10)
+    plain.eval(), fast.eval()
+    with torch.inference_mode():
+        for a, b in zip(outputs(fast, ids, mask, glob), outputs(plain, ids, mask, glob)):
+            assert_close(a, b, "inference")
+    results = []
+    for model in (plain, fast):
+        model.train()
+        outs = outputs(model, ids, mask, glob)
+        gen = torch.Generator().manual_seed(11)
+        sum((torch.randn(o.shape, generator=gen) * o.masked_fill(~torch.isfinite(o), 0)).sum()
+            for o in outs if o.is_floating_point()).backward()
+        results.append({name: p.grad for name, p in model.named_parameters() if p.grad is not None})
+    want, got = results
+    assert any(name.endswith("relative_attention_bias.weight") for name in want)
+    for name in want:
+        assert_close(got[name], want[name], f"d {name}")
 
 
 def test_gradient_checkpointing_with_fast_paths():
