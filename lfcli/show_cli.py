@@ -31,7 +31,9 @@ def show(
     required) that opens from disk with no network: chains in colour, answers in their
     passages, labels in a sortable table. Documents are matched to rows by id."""
     # lazy: the readers and the pages (50 ms) are not for --help
-    from lfcli.pipelines.view.show import document_texts, read_output, recorded_inputs, render, task_of, write_page  # lazy: pyarrow, not for --help
+    from lfcli.pipelines.view.show import (  # lazy: pyarrow, not for --help
+        document_texts, job_folder, read_output, recorded_inputs, render, task_of, write_page,
+    )
 
     if output is None or output == "-":
         raise UsageError("show writes a page: give -o NAME.html")
@@ -55,7 +57,10 @@ def show(
                              "with the job's inputs")
         inputs, read = recorded
     ids = [str(r["id"]) for r in rows if r.get("id") is not None and not r.get("error")]
-    texts = document_texts(inputs, ids, **read)
+    texts = document_texts(inputs, ids, base=job_folder(record), **read)
+    if ids and not any(texts.get(i) is not None for i in ids):
+        raise InputError(f"no document of {output_file} was found in {' '.join(inputs)} (a page without "
+                         "its texts is not written): give --text the job's inputs")
     write_page(output, render(task, rows, texts, title=f"lfcli {task}: {os.path.basename(output_file)}", record=record))
     if not quiet:
         missing = sum(1 for i in ids if texts.get(i) is None)

@@ -144,6 +144,27 @@ def test_qa_page_ranks_answers_by_score_and_links_each_to_its_mark():
     assert '<mark id="r0a0" class="r1"' in single and "0.700" in single
 
 
+def test_qa_page_holds_each_document_once_however_many_questions():
+    """Six questions on two long documents: each text is on the page once, in the first
+    question's card, every question's answers marked there and linked from its own card."""
+    books = {"hound.txt": "Sir Henry walked on the moor at night. " * 400,
+             "dorian.txt": "Basil\nHallward painted the portrait in his studio. " * 400}
+    rows = []
+    for name, text in books.items():
+        for q, word in (("Who?", "Sir Henry" if "hound" in name else "Basil\nHallward"), ("Where?", "moor" if "hound" in name else "studio"),
+                        ("When?", "night" if "hound" in name else "portrait")):
+            start = text.index(word)
+            rows.append({"id": name, "question": q, "answer": " ".join(word.split()), "start": start,
+                         "end": start + len(word), "score": 0.5})
+    page = render("qa", rows, books)
+    assert len(page) < sum(len(t) for t in books.values()) + 30_000
+    assert page.count('class="box passage"') == 2
+    for k in range(6):
+        assert f'href="#r{k}a0"' in page and f'id="r{k}a0"' in page  # each answer linked to its mark
+    assert page.count("the passage above") == 4
+    assert "Basil Hallward" in page  # the answer reads on one line; its mark holds the source's line break
+
+
 def test_classify_page_tables_every_row_with_sortable_values():
     rows = [{"id": "a.txt", "label": "law", "score": 0.9, "scores": {"law": 0.9, "news": 0.07, "fiction": 0.03}},
             {"id": "b.txt", "error": "empty document"},
@@ -306,6 +327,33 @@ def test_show_draws_an_output_over_its_documents(ckpts, docs, tmp_path, monkeypa
     r = invoke("show", "out.parquet", "--text", "docs", "-o", "one.html")
     assert r.exit_code == 0 and "1 document not found in docs" in r.stderr
     assert "text was not found" in (tmp_path / "one.html").read_text()
+
+
+def test_show_finds_the_inputs_from_any_folder_and_by_resolved_path(ckpts, docs, tmp_path, monkeypatch):
+    """The job record keeps the folder the job ran in: `lfcli show` from another folder finds
+    the inputs; `--text` names them as this folder sees them; a page without any text is an
+    error (one line, exit 1, nothing written)."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(work)
+    out = work / "out.jsonl"
+    assert invoke("classify", "../docs/a.txt", "../docs/b.txt", "-m", ckpts["classify"], "-o", "out.jsonl",
+                  "--quiet").exit_code == 0
+    monkeypatch.chdir(elsewhere)
+    r = invoke("show", str(out), "-o", "page.html")
+    assert r.exit_code == 0 and r.stderr == "lfcli: wrote page.html: 2 rows\n", r.stderr
+    assert "The court held" in (elsewhere / "page.html").read_text()
+    monkeypatch.chdir(tmp_path)
+    r = invoke("show", str(out), "--text", "docs/a.txt", "--text", "docs/b.txt", "-o", "byname.html")
+    assert r.exit_code == 0 and "not found" not in r.stderr, r.stderr
+    assert "The court held" in (tmp_path / "byname.html").read_text()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "c.txt").write_text("Nothing of the job's.")
+    r = invoke("show", str(out), "--text", "other", "-o", "empty.html")
+    assert r.exit_code == 1 and r.stderr.count("\n") == 1 and "no document of" in r.stderr, r.stderr
+    assert not (tmp_path / "empty.html").exists()
 
 
 def test_show_usage_and_input_errors_are_one_line(ckpts, docs, tmp_path, monkeypatch):

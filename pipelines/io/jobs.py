@@ -12,7 +12,9 @@ schemas in a JSONL file). So every output records its job:
             --dtype) and the task's own (--labels, --temperature, --question, --top-k,
             --pooling, --normalize, --singletons); not those that change only speed or
             progress (--batch-size, --device, --quiet, ...)
-  inputs    the input paths as given
+  inputs    the input paths as given (and the ids derive from them), with
+  folder    the working folder the job ran in, against which they resolve: `lfcli show` finds
+            the inputs from any folder
 
 Where it is kept: Parquet outputs in their schema's key-value metadata (JOB_KEY), in every
 part and in the finished file; JSONL and JSON outputs in a sidecar `OUT.lfcli-job.json`
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from .. import registry
@@ -72,7 +75,7 @@ def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: d
     spec = registry.get(task)
     options.update({o.flags[0].split("/")[0]: pipe_opts[o.name] for o in spec.options if o.name in pipe_opts})
     record = {"command": task, "model": name, "model_fingerprint": model_fingerprint(name), "options": options,
-              "inputs": [str(p) for p in inputs], "written_by": f"lfcli {version('lfcli')}"}
+              "inputs": [str(p) for p in inputs], "folder": os.getcwd(), "written_by": f"lfcli {version('lfcli')}"}
     if spec.row_form != 1:  # the form of its rows, when not the first: another form is never resumed
         record["row_form"] = spec.row_form
     return json.loads(json.dumps(record))  # labels' tuples as lists, as a stored record has them

@@ -41,12 +41,13 @@ def ranked_answers(row: dict) -> list[dict]:
 
 
 def _where(text: str | None, answer: dict) -> tuple[int, int] | None:
-    """The answer's span in `text` when its offsets hold its words."""
+    """The answer's span in `text` when its offsets hold its words (an answer reads its span
+    with each run of white space as one space)."""
     s, e = answer.get("start"), answer.get("end")
     if text is None or not (isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= len(text)):
         return None
     said = answer.get("answer")
-    return (s, e) if said is None or text[s:e] == said else None
+    return (s, e) if said is None or " ".join(text[s:e].split()) == " ".join(said.split()) else None
 
 
 def _answer_item(k: int, j: int, answer: dict, text: str | None) -> str:
@@ -64,7 +65,24 @@ def _answer_item(k: int, j: int, answer: dict, text: str | None) -> str:
     return f"<li>{line}</li>"
 
 
-def _card(k: int, row: dict, text: str | None) -> str:
+def _marks(k: int, row: dict, text: str, asked: str) -> list[tuple[int, int, str, str]]:
+    """Row k's answers marked in `text`, each with its rank and score (and `asked`, which
+    question of the passage, where several share it)."""
+    marks = []
+    for j, a in enumerate(ranked_answers(row)):
+        span = _where(text, a)
+        if span:
+            rank = "r1" if j == 0 else "rn"
+            tip = escape(f"{asked}answer {j + 1}, score {score_text(a.get('score'))}")
+            marks.append((*span, f'<mark id="r{k}a{j}" class="{rank}" title="{tip}">',
+                          f'</mark><sup class="rank">{escape(asked)}{j + 1} · {score_text(a.get("score"))}</sup>'))
+    return marks
+
+
+def _card(k: int, row: dict, text: str | None, passage_rows: list[tuple[int, dict]] | None, owner: int) -> str:
+    """Row k's card: its question and answers; the document's passage when this card shows it
+    (`passage_rows`: every row asked of the same text, their answers all marked there), else a
+    link to the card that does: a document is on the page once, however many questions it has."""
     answers = ranked_answers(row)
     items = "".join(_answer_item(k, j, a, text) for j, a in enumerate(answers))
     question = row.get("question")
@@ -72,26 +90,32 @@ def _card(k: int, row: dict, text: str | None) -> str:
             f'<p class="q"><b>Q</b> {escape(question) if question else "(no question)"}</p>')
     if text is None:
         passage = '<p class="note">The document\'s text was not found (pass --text with the inputs of the job).</p>'
+    elif passage_rows is None:
+        passage = f'<p class="note">Its answers are marked in <a href="#r{owner}doc">the passage above</a>.</p>'
     else:
-        marks = []
-        for j, a in enumerate(answers):
-            span = _where(text, a)
-            if span:
-                rank = "r1" if j == 0 else "rn"
-                tip = escape(f"answer {j + 1}, score {score_text(a.get('score'))}")
-                marks.append((*span, f'<mark id="r{k}a{j}" class="{rank}" title="{tip}">',
-                              f'</mark><sup class="rank">{j + 1} · {score_text(a.get("score"))}</sup>'))
+        several = len(passage_rows) > 1
+        marks = [m for n, (k2, r2) in enumerate(passage_rows)
+                 for m in _marks(k2, r2, text, f"Q{n + 1}: " if several else "")]
         passage = f'<div class="box passage" id="r{k}doc">{markup(text, marks)}</div>'
     return f'<section class="card" id="r{k}">{head}<ol class="answers">{items}</ol>{passage}</section>'
 
 
 def qa_page(rows: list[dict], texts: dict[str, str | None], *, title: str, subtitle: str, footer: str = "") -> str:
-    """The page of `lfcli qa` rows over their documents' `texts` (id -> text)."""
+    """The page of `lfcli qa` rows over their documents' `texts` (id -> text). Rows asked of
+    the same text (several questions of one book) share one passage, in the first one's card."""
+    owners: dict[str, int] = {}  # a text -> the card that shows it
+    sharing: dict[int, list[tuple[int, dict]]] = {}
+    for k, row in enumerate(rows):
+        text = None if row.get("error") else texts.get(str(row.get("id")))
+        if text is not None:
+            sharing.setdefault(owners.setdefault(text, k), []).append((k, row))
     cards: list[Any] = []
     for k, row in enumerate(rows):
         if row.get("error"):
             cards.append(error_card(f"r{k}", row.get("id"), row["error"]))
-        else:
-            cards.append(_card(k, row, texts.get(str(row.get("id")))))
+            continue
+        text = texts.get(str(row.get("id")))
+        owner = owners.get(text, k) if text is not None else k
+        cards.append(_card(k, row, text, sharing.get(k), owner))
     body = doc_index([r.get("id") for r in rows]) + "\n".join(cards)
     return frame(title, subtitle, body, css=CSS, footer=footer)

@@ -109,25 +109,40 @@ def read_output(path: str) -> tuple[list[dict], dict | None]:
     raise UsageError(f"{path}: not an lfcli output (.jsonl, .json or .parquet)")
 
 
+def job_folder(record: dict | None) -> str:
+    """The folder the job ran in (its inputs and ids are relative to it); this one for a
+    record that does not say (older outputs)."""
+    folder = (record or {}).get("folder")
+    return folder if isinstance(folder, str) and os.path.isdir(folder) else os.getcwd()
+
+
 def recorded_inputs(record: dict | None) -> tuple[list[str], dict] | None:
-    """The inputs the job read and how it read them (iter_documents' options), when its
-    record names inputs that are all still here; else None."""
-    inputs = (record or {}).get("inputs") or []
-    if not inputs or any(p != "-" and not os.path.exists(p) for p in inputs) or "-" in inputs:
+    """The inputs the job read (resolved against the folder it ran in, so from any folder) and
+    how it read them (iter_documents' options), when its record names inputs that are all
+    still there; else None."""
+    given = (record or {}).get("inputs") or []
+    inputs = [os.path.join(job_folder(record), p) for p in given]
+    if not inputs or "-" in given or any(not os.path.exists(p) for p in inputs):
         return None
     options = record.get("options") or {}
     read = {key: options[flag] for key, flag in READ_OPTIONS.items() if options.get(flag) is not None}
     return inputs, read
 
 
-def document_texts(inputs: list[str], ids: Iterable[str], *, empty_ok: bool = True, **read) -> dict[str, str | None]:
+def document_texts(inputs: list[str], ids: Iterable[str], *, base: str | None = None, empty_ok: bool = True,
+                   **read) -> dict[str, str | None]:
     """id -> text of the documents of `inputs` (read as the task commands read them) whose id
-    is among `ids`; an unreadable document maps to None."""
+    is among `ids`; an unreadable document maps to None. A file's id is its path as the job
+    was given it, so a document also matches a row when both name the same file: the row's id
+    resolved against `base` (the job's folder), the document's against this one
+    (`--text books/dorian.txt` for a job given `../books/dorian.txt`)."""
     wanted = set(ids)
+    by_path = {os.path.realpath(os.path.join(base or os.getcwd(), i)): i for i in wanted}
     texts: dict[str, str | None] = {}
     for doc in iter_documents(inputs, empty_ok=empty_ok, **read):
-        if doc.id in wanted:
-            texts[doc.id] = doc.text
+        key = doc.id if doc.id in wanted else by_path.get(os.path.realpath(doc.id))
+        if key is not None and key not in texts:
+            texts[key] = doc.text
             if len(texts) == len(wanted):
                 break
     return texts
