@@ -21,6 +21,7 @@ from lfcli.pipelines.tasks.qa.answers import (
     best_spans,
     distinct_answers,
     heading_lines,
+    answer_text,
     span_rules,
 )
 from lfcli.pipelines.io.readers import Document
@@ -41,7 +42,8 @@ def check_usable(text: str, answers: list[dict], question: str = "") -> None:
     texts = [normalize_answer(a["answer"]) or a["answer"].lower() for a in answers]
     assert len(set(texts)) == len(texts), texts
     for a in answers:
-        assert text[a["start"]:a["end"]] == a["answer"]
+        span = text[a["start"]:a["end"]]
+        assert span == span.strip() and " ".join(span.split()) == a["answer"]
         if not asks_for_heading(question):
             assert not any(a["start"] < end and start < a["end"] for start, end in heading_lines(text)), a
 
@@ -229,3 +231,18 @@ def test_the_bundled_models_answers_are_usable():
     for row, q in zip(rows, QUESTIONS):
         check_usable(STORY, row["answers"], q)
     assert "Knave of Hearts" in rows[0]["answer"] and "hookah" in rows[1]["answer"]
+
+
+def test_a_double_hyphen_separates_words_and_an_answer_reads_on_one_line():
+    """Plain-text books join words with "--" ("sir--Selden"): an answer may start or end at
+    either word, as at an em dash. An answer's text has each run of white space as one space
+    ("Basil\nHallward"), its start and end still pointing at the span in the source."""
+    text = "It was the convict, sir--Selden, the Notting Hill murderer. Basil\nHallward painted him."
+    offsets = tokens(text)
+    spans = spans_of(text, offsets, allowed_spans(span_rules(text, offsets), len(offsets), 30))
+    assert "Selden" in spans and "sir" in spans and "Notting Hill murderer" in spans
+    assert not any(s.startswith("-") or s.endswith("-") for s in spans)
+    start = text.index("Basil")
+    end = start + len("Basil\nHallward")
+    assert answer_text(text, start, end) == "Basil Hallward" and text[start:end] == "Basil\nHallward"
+    assert answer_text("a  \n\n b\tc", 0, 10) == "a b c"

@@ -27,7 +27,7 @@ from ...progress import note
 # An answer starts and ends on a word's edge, never on punctuation, and never leaves a quotation
 # mark or a bracket open or closed inside it: `the "Landlord` or `Landlord") and` are not
 # answers a reader would give. A "word" is a run of characters between white space (or
-# dashes and ellipses, which separate words without spaces: "city—the"); its edges are its
+# dashes and ellipses, which separate words without spaces: "city—the", "sir--Selden"); its edges are its
 # first and last characters once leading and trailing punctuation is stripped (quotes,
 # brackets, full stops, commas; "%" stays at the end of "50%"). Inside a word, hyphens,
 # apostrophes and decimal points join its parts: an answer never starts at "operative" of
@@ -35,10 +35,19 @@ from ...progress import note
 # may end an answer in "Elizabeth's". Nor does an answer cross a paragraph break (a blank line).
 # Chinese and Japanese characters are words of their own (those scripts have no spaces).
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_WORD = re.compile(rf"[{_CJK}]|[^\s\u2013\u2014\u2026{_CJK}]+")  # dashes (en, em) and "…" separate words
+# Dashes (en, em, and the typewriter's "--" of plain-text books: "sir--Selden") and "…"
+# separate words; a single hyphen joins them ("Co-operative").
+_WORD = re.compile(rf"[{_CJK}]|(?:(?!--)[^\s\u2013\u2014\u2026{_CJK}])+")
 _KEEP_AT_END = "%\u2030"
 _BRACKETS = ("()", "[]", "{}", "\u201c\u201d", "\u00ab\u00bb")  # opener, closer
 _QUOTES = '"'  # the straight double quote opens and closes: an answer holds an even number
+
+
+def answer_text(text: str, start: int, end: int) -> str:
+    """An answer as a reader gives it: the span's text with every run of white space (a line
+    break of a hard-wrapped book: "Basil\nHallward") one space. start and end still point at
+    the span in the source."""
+    return " ".join(text[start:end].split())
 
 
 def _is_punct(ch: str) -> bool:

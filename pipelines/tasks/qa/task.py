@@ -10,8 +10,8 @@ import math
 import pyarrow as pa
 
 from ...errors import InputError
-from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, asks_for_heading,
-                              best_spans, distinct_answers, qa_temperature, span_rules)
+from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, answer_text, asks_for_heading,
+                      best_spans, distinct_answers, qa_temperature, span_rules)
 from ...infer.tasks import Task, document_windows
 
 
@@ -92,8 +92,8 @@ class QATask(Task):
     def answers(self, doc, prepared, results) -> list[dict]:
         """The top_k distinct answers, best score first, each with its score."""
         offsets = prepared.encoded.offsets
-        return [{"answer": doc.text[offsets[ts][0]:offsets[te][1]], "start": offsets[ts][0], "end": offsets[te][1],
-                 "score": score} for (ts, te, _), score in self.scored(prepared, results)]
+        return [{"answer": answer_text(doc.text, offsets[ts][0], offsets[te][1]), "start": offsets[ts][0],
+                 "end": offsets[te][1], "score": score} for (ts, te, _), score in self.scored(prepared, results)]
 
     def finish(self, doc, prepared, results):
         answers = self.answers(doc, prepared, results)
