@@ -486,3 +486,57 @@ def test_parquet_is_read_lazily_up_to_a_corrupt_row_group(tmp_path):
     assert 800 <= len(seen) <= 900
     assert str(info.value).startswith(f"{path}: corrupt Parquet data near row {len(seen)} (")
     assert str(info.value).isprintable()
+
+
+# ---------------------------------------------------------------------------
+# compressed files
+
+
+COMPRESSORS = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma"}
+
+
+def _compress(ext: str, data: bytes) -> bytes:
+    import importlib
+
+    return importlib.import_module(COMPRESSORS[ext]).compress(data)
+
+
+@pytest.mark.parametrize("ext", list(COMPRESSORS))
+def test_compressed_text_and_jsonl_are_read_as_their_contents(tmp_path, ext):
+    text = "It was a dark and stormy night.\nThe rain fell.\n"
+    book = _write(tmp_path / f"book.txt{ext}", _compress(ext, text.encode()))
+    records = "".join(json.dumps({"id": f"r{i}", "text": f"record {i}"}) + "\n" for i in range(3))
+    rows = _write(tmp_path / f"rows.jsonl{ext}", _compress(ext, records.encode()))
+    assert [(d.id, d.text, d.error) for d in _docs(book)] == [(book, text, None)]
+    assert [(d.id, d.text) for d in _docs(rows)] == [("r0", "record 0"), ("r1", "record 1"), ("r2", "record 2")]
+
+
+def test_compressed_files_inside_folders_and_by_glob(tmp_path):
+    folder = tmp_path / "corpus"
+    _write(folder / "a.txt.gz", _compress(".gz", b"first"))
+    _write(folder / "b.txt.bz2", _compress(".bz2", b"second"))
+    _write(folder / "c.txt", "third")
+    assert [(d.id, d.text) for d in _docs(str(folder))] == [("a.txt.gz", "first"), ("b.txt.bz2", "second"), ("c.txt", "third")]
+    assert [d.id for d in _docs(str(folder), glob="*.gz")] == ["a.txt.gz"]
+
+
+@pytest.mark.parametrize("ext", list(COMPRESSORS))
+def test_a_damaged_archive_is_its_own_error_row(tmp_path, ext):
+    good = _write(tmp_path / "good.txt", "fine text")
+    data = bytearray(_compress(ext, ("word " * 2000).encode()))
+    broken = _write(tmp_path / f"broken.txt{ext}", bytes(data[: len(data) // 2]))  # cut off half way
+    docs = _docs(broken, good)
+    assert docs[0].text is None and f"damaged {ext} archive" in docs[0].error and "\n" not in docs[0].error
+    assert (docs[1].text, docs[1].error) == ("fine text", None)
+
+
+def test_a_jsonl_archive_damaged_part_way_keeps_the_records_before(tmp_path):
+    import gzip
+
+    records = "".join(json.dumps({"id": f"r{i}", "text": "x" * 200 + str(i)}) + "\n" for i in range(400))
+    data = gzip.compress(records.encode())
+    path = _write(tmp_path / "rows.jsonl.gz", data[: len(data) * 3 // 4])
+    docs = _docs(path)
+    assert docs[0].id == "r0" and docs[0].text.endswith("0")
+    assert docs[-1].text is None and "damaged .gz archive" in docs[-1].error
+    assert all(d.error is None for d in docs[:-1]) and len(docs) > 10

@@ -15,6 +15,7 @@ import codecs
 import json
 from typing import Iterable, Iterator
 
+from .compressed import DAMAGED, compression, damage, open_input
 from .document import Document
 from .inputs import ReadOptions, check_text, id_str, type_name
 from ..errors import InputError
@@ -69,21 +70,32 @@ def check_jsonl_head(head: list[bytes], label: str, opts: ReadOptions) -> None:
 
 
 def check_jsonl_file(path: str, label: str, opts: ReadOptions) -> None:
+    """Check the file's first records (a compressed file's, decompressed: a damaged archive is
+    left to `jsonl_file_documents`, which gives it its error row)."""
     try:
-        with open(path, "rb") as fh:
+        with open_input(path) as fh:
             head = jsonl_head(fh)
-    except OSError as exc:
-        raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
+    except DAMAGED as exc:
+        if compression(path):
+            return
+        raise InputError(f"{label}: cannot read file ({getattr(exc, 'strerror', None) or exc})") from None
     check_jsonl_head(head, label, opts)
 
 
 def jsonl_file_documents(path: str, label: str, prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
+    """The file's records; a compressed file damaged part-way gives the records before the
+    damage, then one error row (id: the file's prefix, or its label)."""
     try:
-        fh = open(path, "rb")
+        fh = open_input(path)
     except OSError as exc:
         raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
     with fh:
-        yield from jsonl_documents(fh, label, prefix, opts)
+        try:
+            yield from jsonl_documents(fh, label, prefix, opts)
+        except DAMAGED as exc:
+            if not compression(path):
+                raise
+            yield Document(id=prefix or label, text=None, error=damage(label, path, exc))
 
 
 def jsonl_documents(lines: Iterable[bytes], label: str, prefix: str | None, opts: ReadOptions) -> Iterator[Document]:

@@ -74,6 +74,7 @@ import pyarrow.parquet as pq
 
 from ..errors import InputError, UsageError
 from ..progress import note
+from .compressed import DAMAGED, compression, damage, inner_name, open_input
 from .document import Document
 from .inputs import ReadOptions, decode, is_blank
 from .jsonl_reader import (
@@ -112,7 +113,7 @@ def detect_format(path: str, input_format: str = "auto") -> str:
     """The format ("text", "jsonl" or "parquet") a file is read with."""
     if input_format != "auto":
         return input_format
-    lower = path.lower()
+    lower = inner_name(path).lower()
     if lower.endswith(_JSONL_EXTS):
         return "jsonl"
     if lower.endswith(_PARQUET_EXTS):
@@ -300,10 +301,17 @@ def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions) -> D
 
 def _text_file_documents(path: str, label: str, doc_id: str, opts: ReadOptions) -> Iterator[Document]:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        fh = open_input(path)
     except OSError as exc:
         raise InputError(f"{label}: cannot read file ({exc.strerror or exc})") from None
+    try:
+        with fh:
+            data = fh.read()
+    except DAMAGED as exc:
+        if not compression(path):
+            raise InputError(f"{label}: cannot read file ({getattr(exc, 'strerror', None) or exc})") from None
+        yield Document(id=doc_id, text=None, error=damage(label, path, exc))
+        return
     yield _text_document(doc_id, data, label, opts)
 
 
@@ -372,9 +380,9 @@ def inputs_with_field(inputs: Sequence[str], name: str, *, glob: str | None = No
             if fmt == "parquet":
                 return name in pq.read_schema(path).names
             if fmt == "jsonl":
-                with open(path, "rb") as fh:
+                with open_input(path) as fh:
                     return name in head_fields([raw for raw in jsonl_head(fh) if raw.strip()])[1]
-        except (OSError, ValueError, ImportError):
+        except (*DAMAGED, ImportError):
             return True
         return False
 
