@@ -28,7 +28,7 @@ and f_a are trained apart):
 The loss unit is the window (the trainer averages over windows).
 
 Validation: the held-out documents decoded exactly as `lfcli corefs --singletons` decodes
-(coref_task.CorefTask), scored with the CoNLL-2012 measures (metrics.coref_scores) with one-mention
+(task.CorefTask), scored with the CoNLL-2012 measures (eval.metrics_coref.coref_scores) with one-mention
 entities (LitBank's convention: the score that picks the best model) and without.
 """
 
