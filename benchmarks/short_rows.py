@@ -130,6 +130,8 @@ def main() -> None:
     p.add_argument("--lfcli", default=None, help="the lfcli command (default: this Python's)")
     p.add_argument("-m", "--model", default="small", choices=sorted(SOURCES),
                    help="the tier: small (all-MiniLM-L6-v2) or base (all-mpnet-base-v2)")
+    p.add_argument("--dtype", default="auto", help="lfcli's --dtype (auto: bf16 on a CPU with native bf16; "
+                                                  "sentence-transformers runs fp32 either way)")
     args = p.parse_args()
     if not SQUAD.is_file():
         raise SystemExit(f"needs {SQUAD} (../shared/data beside the repository)")
@@ -143,12 +145,13 @@ def main() -> None:
         ours, theirs = Path(tmp) / "lfcli.parquet", Path(tmp) / "st.parquet"
         rates = [matmul_rate()]
         t_st = timed([sys.executable, "-c", ST_SCRIPT, str(folder), str(source), str(theirs)])
-        t_lfcli = timed([*lfcli, "embed", str(source), "-m", args.model, "-o", str(ours), "--quiet"])
+        t_lfcli = timed([*lfcli, "embed", str(source), "-m", args.model, "--dtype", args.dtype, "-o", str(ours), "--quiet"])
         rates.append(matmul_rate())
         a, b = vectors(ours), vectors(theirs)
         roofline = rows_flops(ours_folder, folder, rows) / (max(rates) * 1e9)
     cosines = torch.stack([torch.nn.functional.cosine_similarity(a[i], b[i], dim=0) for i in b])
-    print(f"# {info.get('cpu', '?')}, {info['cpu_count']} CPUs, {info['time']}; {len(rows):,} SQuAD paragraphs of at "
+    print(f"# {info.get('cpu', '?')}, {info['cpu_count']} CPUs, {info['time']}; lfcli --dtype {args.dtype}; "
+          f"{len(rows):,} SQuAD paragraphs of at "
           f"most {MAX_PIECES} word pieces ({distinct:,} distinct), Parquet to Parquet, each a whole process; "
           f"matmul {rates[0]:.0f} / {rates[1]:.0f} GFLOP/s before / after: roofline {roofline:.1f} s")
     print("| | wall s | rows/s | x roofline |")
