@@ -256,88 +256,116 @@ def main(argv=None) -> dict:
         common.emit_memory_result(memory_case(json.loads(args.memory_case)))
         return {}
     device = common.setup(args)
-    shape = shape_for(args)
+    plan = _plan(args, device)
+    info = common.machine_info(device)
+    _print_intro(args, plan, info)
+    matmuls = {dt: common.matmul_case(device, common.DTYPES[dt], common.matmul_size(args))
+               for dt in {"fp32", *plan["dtypes"]}}
+    cases = []
+    for dt in plan["dtypes"]:
+        for n in plan["sizes"]:
+            cases += _measure_group(args, plan, device, dt, n, matmuls)
+    return _report(args, plan, info, matmuls, cases)
+
+
+def _plan(args, device) -> dict:
+    """What to run: shape, sizes, dtypes, implementations, memory mode, rounds and budget."""
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(
         TINY_SIZES if args.tiny else QUICK_SIZES if args.quick else FULL_SIZES)
-    dtypes = args.dtypes.split(",") if args.dtypes else (["fp32"] if (args.quick or args.tiny) else ["fp32", "bf16"])
-    impls = args.impls.split(",") if args.impls else [i for i in IMPLS if not (args.quick and i == "flex")]
-    memory_mode = args.memory or ("targets" if args.quick else "all")
     warmup, repeats = common.repeats_for(args, quick=3, full=5)
-    budget = 20.0 if not args.quick else 5.0  # seconds of timed runs per case before repeats are cut
-    w1, H, hidden = shape["window"] // 2, shape["heads"], shape["hidden"]
-    D = hidden // H
+    return {
+        "shape": shape_for(args), "sizes": sizes,
+        "dtypes": args.dtypes.split(",") if args.dtypes else (["fp32"] if (args.quick or args.tiny) else ["fp32", "bf16"]),
+        "impls": args.impls.split(",") if args.impls else [i for i in IMPLS if not (args.quick and i == "flex")],
+        "memory": args.memory or ("targets" if args.quick else "all"),
+        "warmup": warmup, "repeats": repeats,
+        "budget": 20.0 if not args.quick else 5.0,  # seconds of timed runs per case before repeats are cut
+    }
 
-    info = common.machine_info(device)
+
+def _print_intro(args, plan, info) -> None:
+    shape = plan["shape"]
+    w1, H, hidden = shape["window"] // 2, shape["heads"], shape["hidden"]
     common.print_header("Attention layer: lfcli vs transformers vs dense SDPA vs FlexAttention", info)
-    print(f"batch 1, hidden {hidden}, {H} heads of {D}, window {shape['window']} (w1 {w1}), one global token; "
-          f"median of {repeats} rounds after {warmup} warm-up; each round runs every implementation of one (n, dtype) "
-          f"and a {common.matmul_size(args)}^3 matmul once, in turn (fewer rounds, at least 2, when one round "
-          f"exceeds {budget / repeats:.0f}s per implementation)")
+    print(f"batch 1, hidden {hidden}, {H} heads of {hidden // H}, window {shape['window']} (w1 {w1}), one global token; "
+          f"median of {plan['repeats']} rounds after {plan['warmup']} warm-up; each round runs every implementation of "
+          f"one (n, dtype) and a {common.matmul_size(args)}^3 matmul once, in turn (fewer rounds, at least 2, when one "
+          f"round exceeds {plan['budget'] / plan['repeats']:.0f}s per implementation)")
     print(common.ATTENTION_FLOPS_TEXT)
     print("roofline time = FLOPs / fp32 matmul rate, the matmul timed in the same rounds (as specified); "
           "'x roof(dt)' uses the matmul rate of the case's dtype")
-    matmuls = {dt: common.matmul_case(device, common.DTYPES[dt], common.matmul_size(args)) for dt in {"fp32", *dtypes}}
 
-    cases = []
-    for dt in dtypes:
-        dtype = common.DTYPES[dt]
-        for n in sizes:
-            flops = common.attention_flops(n, hidden, H, shape["window"])
-            group, fns = [], {}
-            reference = None
-            for impl in impls:  # build each case; its first call doubles as the first warm-up run
-                row = {"impl": impl, "n": n, "dtype": dt, "flops": flops}
-                try:
-                    setup = build_case(impl, n, dtype, device, shape, args.backend)
-                    t0 = time.perf_counter()
-                    fn = setup()
-                    common.sync(device)
-                    row["setup_s"] = time.perf_counter() - t0
-                    with torch.inference_mode():
-                        t0 = time.perf_counter()
-                        out = fn()
-                        common.sync(device)
-                        row["first_call_s"] = time.perf_counter() - t0
-                    if impl == "lfcli":
-                        reference = out.float()
-                    elif reference is not None:
-                        row["max_abs_diff"] = (out.float() - reference).abs().max().item()
-                    del out, setup
-                    fns[impl] = fn
-                except Exception as exc:  # reported in the table, e.g. flex failing to compile
-                    row["error"] = common.error_text(exc)
-                group.append(row)
-            rate_keys = {"fp32", dt}
-            timed = common.bench_rounds({**fns, **{f"matmul {k}": matmuls[k][0] for k in rate_keys}}, device,
-                                        warmup=max(warmup - 1, 0), repeats=repeats, budget_s=budget * max(len(fns), 1),
-                                        min_repeats=2)
-            group_rates = {k: matmuls[k][1] / timed[f"matmul {k}"]["median_s"] / 1e9 for k in rate_keys}
-            del fns
-            for row in group:
-                impl = row["impl"]
-                row["matmul_gflops"] = group_rates
-                if "error" not in row:
-                    row.update(timed[impl])
-                    if impl == "flex":  # compilation = first call minus a steady-state call
-                        row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
-                want_memory = memory_mode == "all" or (
-                    memory_mode == "targets" and impl in ("lfcli", "transformers") and n in (TARGET_N, LARGE_N, max(sizes)))
-                if want_memory and "error" not in row:
-                    spec = {"impl": impl, "n": n, "dtype": dt, "device": str(device), "shape": shape,
-                            "backend": args.backend, "threads": args.threads}
-                    mem = common.run_memory_subprocess(Path(__file__), [json.dumps(spec)])
-                    if "error" in mem:
-                        row["memory_error"] = mem["error"]
-                    else:
-                        row.update({k: mem.get(k) for k in ("peak_mb", "setup_mb", "setup_peak_mb", "call_mb", "vmhwm_mb", "method", "reset")})
-                cases.append(row)
-                status = row.get("error") or f"{row['median_s'] * 1e3:.1f} ms"
-                print(f"  measured {impl:12s} n={n:6d} {dt}: {status}", flush=True)
-            print("  matmul in the same rounds: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in group_rates.items()))
 
+def _first_calls(args, plan, device, dt, n) -> tuple[list[dict], dict]:
+    """Each implementation's case built and called once (its first warm-up run): its rows
+    (setup and first-call times, its difference from lfcli's output, or its error) and the
+    callables to time."""
+    shape, dtype = plan["shape"], common.DTYPES[dt]
+    flops = common.attention_flops(n, shape["hidden"], shape["heads"], shape["window"])
+    group, fns, reference = [], {}, None
+    for impl in plan["impls"]:
+        row = {"impl": impl, "n": n, "dtype": dt, "flops": flops}
+        try:
+            setup = build_case(impl, n, dtype, device, shape, args.backend)
+            t0 = time.perf_counter()
+            fn = setup()
+            common.sync(device)
+            row["setup_s"] = time.perf_counter() - t0
+            with torch.inference_mode():
+                t0 = time.perf_counter()
+                out = fn()
+                common.sync(device)
+                row["first_call_s"] = time.perf_counter() - t0
+            if impl == "lfcli":
+                reference = out.float()
+            elif reference is not None:
+                row["max_abs_diff"] = (out.float() - reference).abs().max().item()
+            del out, setup
+            fns[impl] = fn
+        except Exception as exc:  # reported in the table, e.g. flex failing to compile
+            row["error"] = common.error_text(exc)
+        group.append(row)
+    return group, fns
+
+
+def _measure_group(args, plan, device, dt, n, matmuls) -> list[dict]:
+    """The rows of one (n, dtype): every implementation timed in the same rounds as the
+    matmuls that give the rooflines, then (where asked) its peak memory in a fresh process."""
+    group, fns = _first_calls(args, plan, device, dt, n)
+    rate_keys = {"fp32", dt}
+    timed = common.bench_rounds({**fns, **{f"matmul {k}": matmuls[k][0] for k in rate_keys}}, device,
+                                warmup=max(plan["warmup"] - 1, 0), repeats=plan["repeats"],
+                                budget_s=plan["budget"] * max(len(fns), 1), min_repeats=2)
+    group_rates = {k: matmuls[k][1] / timed[f"matmul {k}"]["median_s"] / 1e9 for k in rate_keys}
+    del fns
+    for row in group:
+        impl = row["impl"]
+        row["matmul_gflops"] = group_rates
+        if "error" not in row:
+            row.update(timed[impl])
+            if impl == "flex":  # compilation = first call minus a steady-state call
+                row["compile_s"] = max(row["first_call_s"] - row["median_s"], 0.0)
+        want_memory = plan["memory"] == "all" or (plan["memory"] == "targets" and impl in ("lfcli", "transformers")
+                                                   and n in (TARGET_N, LARGE_N, max(plan["sizes"])))
+        if want_memory and "error" not in row:
+            spec = {"impl": impl, "n": n, "dtype": dt, "device": str(device), "shape": plan["shape"],
+                    "backend": args.backend, "threads": args.threads}
+            mem = common.run_memory_subprocess(Path(__file__), [json.dumps(spec)])
+            if "error" in mem:
+                row["memory_error"] = mem["error"]
+            else:
+                row.update({k: mem.get(k) for k in ("peak_mb", "setup_mb", "setup_peak_mb", "call_mb", "vmhwm_mb", "method", "reset")})
+        status = row.get("error") or f"{row['median_s'] * 1e3:.1f} ms"
+        print(f"  measured {impl:12s} n={n:6d} {dt}: {status}", flush=True)
+    print("  matmul in the same rounds: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in group_rates.items()))
+    return group
+
+
+def _report(args, plan, info, matmuls, cases) -> dict:
+    """The table, the targets, the JSON and the plot."""
     # one rate per dtype for the summary and the plot: the median over the groups
     rates = {k: statistics.median(c["matmul_gflops"][k] for c in cases if k in c["matmul_gflops"]) for k in matmuls}
-    rows = table_rows(cases, dtypes, sizes, impls)
+    rows = table_rows(cases, plan["dtypes"], plan["sizes"], plan["impls"])
     print()
     common.print_table(
         ["n", "dtype", "impl", "time ms", "x transformers", "GFLOP/s", "x roofline", "x roof(dt)",
@@ -348,11 +376,11 @@ def main(argv=None) -> dict:
           "steady call, with whatever Inductor cache is on disk. peak MB = peak RSS growth of one call after "
           "warm-up, in a fresh process (baseline after inputs and weights), plus what the case's setup keeps allocated "
           "(dense: the n x n mask; flex: the block mask).")
-    targets = evaluate_targets(cases, dtypes)
+    targets = evaluate_targets(cases, plan["dtypes"])
     common.print_targets(targets)
     info["load_average_end"] = common.load_average()
     print(f"load average at end: {info['load_average_end']}")
-    results = {"benchmark": "attention", "machine": info, "shape": shape, "matmul_gflops": rates,
+    results = {"benchmark": "attention", "machine": info, "shape": plan["shape"], "matmul_gflops": rates,
                "flops_formula": common.ATTENTION_FLOPS_TEXT, "cases": cases, "targets": targets}
     common.write_json(args.json, results)
     if args.plot:

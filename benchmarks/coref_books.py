@@ -102,6 +102,7 @@ def main(argv=None) -> dict:
     p.add_argument("-m", "--model", default="minilm-l6-long-litbank-coref")
     p.add_argument("--books", nargs="*", default=None, help="file names under litbank/original (default: every listed novel)")
     p.add_argument("--no-pieces", action="store_true", help="whole books only")
+    p.add_argument("--quick", action="store_true", help="the first listed novel, whole, only (a few minutes)")
     p.add_argument("--json", metavar="FILE", default=None)
     p.add_argument("lfcli_options", nargs="*", help="passed to lfcli corefs after --, e.g. -- --max-length 1024")
     args = p.parse_args(argv)
@@ -109,7 +110,8 @@ def main(argv=None) -> dict:
     import torch
 
     listed = {k: v for k, v in json.loads(CHARACTERS.read_text()).items() if not k.startswith("_")}
-    books = args.books or list(listed)
+    books = args.books or list(listed)[: 1 if args.quick else None]
+    args.no_pieces = args.no_pieces or args.quick
     folder = common.shared_data_dir() / "litbank" / "original"
     if not folder.is_dir():
         raise SystemExit(f"{folder}: missing (the data lives in ../shared/data)")

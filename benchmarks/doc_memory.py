@@ -56,13 +56,16 @@ def peak_rss(command: list[str]) -> tuple[float, float]:
     return usage.ru_maxrss / 1024, seconds  # Linux: KB
 
 
-def main() -> None:
+def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="embed")
-    p.add_argument("--sizes", default="500000,5000000", help="characters, comma-separated (the first is the reference)")
+    p.add_argument("--sizes", default=None, help="characters, comma-separated (the first is the reference; "
+                   "default 500000,5000000)")
+    p.add_argument("--quick", action="store_true", help="--sizes 50000,500000")
     p.add_argument("--lfcli", default=None, help="the lfcli command to run (default: this Python's)")
     p.add_argument("--extra", default="", help="more options for the task, e.g. '--labels a,b' for classify")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    args.sizes = args.sizes or ("50000,500000" if args.quick else "500000,5000000")
     if not LITBANK.is_dir():
         raise SystemExit(f"needs LitBank's texts at {LITBANK} (../shared/data beside the repository)")
     lfcli = [args.lfcli] if args.lfcli else [sys.executable, "-m", "lfcli"]

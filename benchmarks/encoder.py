@@ -81,68 +81,82 @@ def main(argv=None) -> dict:
     device = common.setup(args)
     common.quiet_transformers()
     dtype = common.DTYPES[args.dtype]
-    warmup, repeats = common.repeats_for(args, quick=2, full=3)
     info = common.machine_info(device)
     common.print_header("Encoder: lfcli vs transformers LongformerModel", info)
-
     with tempfile.TemporaryDirectory(prefix="lfcli-bench-") as tmp:
-        if args.model:
-            folder = resolve_model_dir(args.model)
-        else:
-            config_kwargs = dict(TINY if args.tiny else BASE)
-            config_kwargs["num_hidden_layers"] = args.layers or (config_kwargs["num_hidden_layers"] if not args.quick else 4)
-            folder = Path(tmp)
-            t0 = time.perf_counter()
-            save_random_model(config_kwargs, folder)
-            print(f"random transformers model saved in {time.perf_counter() - t0:.1f}s")
-        lf, hf = load_models(folder, device, dtype)
+        lf, hf = load_models(_model_folder(args, Path(tmp)), device, dtype)
         if args.no_transformers:
             hf = None
-        cfg = lf.config
-        n = args.tokens or (256 if args.tiny else min(4096, cfg.max_tokens))
-        L, h, H, i = cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.intermediate_size
-        windows = cfg.attention_windows
-        flops = sum(common.encoder_layer_flops(n, h, H, w, i) for w in windows)
-        size = common.matmul_size(args)
-        matmuls = {"matmul fp32": common.matmul_case(device, torch.float32, size)}
-        if dtype != torch.float32:
-            matmuls[f"matmul {args.dtype}"] = common.matmul_case(device, dtype, size)
-        print(f"{L} layers, hidden {h}, {H} heads, FFN {i}, window {windows[0]}, {n} tokens, batch 1, "
-              f"one global token, {args.dtype}; median of {repeats} rounds after {warmup} warm-up; each round "
-              f"runs every implementation and a {size}^3 matmul once, in turn")
-        print(common.ENCODER_FLOPS_TEXT)
+        run = _measure(args, lf, hf, device, dtype)
+    out = _report(args, info, lf.config, run)
+    return common.finish(args, out, plot)
 
-        g = torch.Generator().manual_seed(2)
-        ids = torch.randint(3, cfg.vocab_size, (1, n), generator=g).to(device)
-        ids[:, 0] = cfg.bos_token_id
-        mask = torch.ones_like(ids)
-        global_mask = torch.zeros_like(ids)
-        global_mask[:, 0] = 1
 
-        runs = {"lfcli": lambda: lf(ids, attention_mask=mask, global_attention_mask=global_mask)}
-        if hf is not None:
-            runs["transformers"] = lambda: hf(input_ids=ids, attention_mask=mask, global_attention_mask=global_mask).last_hidden_state
-        outs, first = {}, {}
-        for name, fn in runs.items():  # the first call doubles as the first warm-up run
-            with torch.inference_mode():
-                t0 = time.perf_counter()
-                outs[name] = fn().float()
-                common.sync(device)
-                first[name] = time.perf_counter() - t0
-        timed = common.bench_rounds({**runs, **{k: fn for k, (fn, _) in matmuls.items()}}, device,
-                                    warmup=max(warmup - 1, 0), repeats=repeats)
-        rate = matmuls["matmul fp32"][1] / timed["matmul fp32"]["median_s"] / 1e9
-        rate_dt = matmuls[f"matmul {args.dtype}"][1] / timed[f"matmul {args.dtype}"]["median_s"] / 1e9 if dtype != torch.float32 else rate
-        print(f"FLOPs per forward: {flops / 1e9:.1f} G; large fp32 matmul {rate:.0f} GFLOP/s"
-              + (f", {args.dtype} matmul {rate_dt:.0f} GFLOP/s" if dtype != torch.float32 else "")
-              + " (in the same rounds); roofline time = FLOPs / fp32 matmul rate")
-        results = {}
-        for name in runs:
-            results[name] = {**timed[name], "first_call_s": first[name]}
-            print(f"  measured {name}: {results[name]['median_s']:.2f} s", flush=True)
-        diff = (outs["lfcli"] - outs["transformers"]).abs().max().item() if "transformers" in outs else None
-        del outs
+def _model_folder(args, tmp: Path) -> Path:
+    """--model's folder, else a random transformers Longformer saved into `tmp`."""
+    if args.model:
+        return resolve_model_dir(args.model)
+    config_kwargs = dict(TINY if args.tiny else BASE)
+    config_kwargs["num_hidden_layers"] = args.layers or (config_kwargs["num_hidden_layers"] if not args.quick else 4)
+    t0 = time.perf_counter()
+    save_random_model(config_kwargs, tmp)
+    print(f"random transformers model saved in {time.perf_counter() - t0:.1f}s")
+    return tmp
 
+
+def _measure(args, lf, hf, device, dtype) -> dict:
+    """Both encoders and the matmuls of the rooflines timed in the same rounds, on one
+    sequence of n random tokens with one global token."""
+    warmup, repeats = common.repeats_for(args, quick=2, full=3)
+    cfg = lf.config
+    n = args.tokens or (256 if args.tiny else min(4096, cfg.max_tokens))
+    windows = cfg.attention_windows
+    flops = sum(common.encoder_layer_flops(n, cfg.hidden_size, cfg.num_attention_heads, w, cfg.intermediate_size)
+                for w in windows)
+    size = common.matmul_size(args)
+    matmuls = {"matmul fp32": common.matmul_case(device, torch.float32, size)}
+    if dtype != torch.float32:
+        matmuls[f"matmul {args.dtype}"] = common.matmul_case(device, dtype, size)
+    print(f"{cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, {cfg.num_attention_heads} heads, FFN "
+          f"{cfg.intermediate_size}, window {windows[0]}, {n} tokens, batch 1, one global token, {args.dtype}; median "
+          f"of {repeats} rounds after {warmup} warm-up; each round runs every implementation and a {size}^3 matmul "
+          "once, in turn")
+    print(common.ENCODER_FLOPS_TEXT)
+    g = torch.Generator().manual_seed(2)
+    ids = torch.randint(3, cfg.vocab_size, (1, n), generator=g).to(device)
+    ids[:, 0] = cfg.bos_token_id
+    mask = torch.ones_like(ids)
+    global_mask = torch.zeros_like(ids)
+    global_mask[:, 0] = 1
+    runs = {"lfcli": lambda: lf(ids, attention_mask=mask, global_attention_mask=global_mask)}
+    if hf is not None:
+        runs["transformers"] = lambda: hf(input_ids=ids, attention_mask=mask, global_attention_mask=global_mask).last_hidden_state
+    outs, first = {}, {}
+    for name, fn in runs.items():  # the first call doubles as the first warm-up run
+        with torch.inference_mode():
+            t0 = time.perf_counter()
+            outs[name] = fn().float()
+            common.sync(device)
+            first[name] = time.perf_counter() - t0
+    timed = common.bench_rounds({**runs, **{k: fn for k, (fn, _) in matmuls.items()}}, device,
+                                warmup=max(warmup - 1, 0), repeats=repeats)
+    rate = matmuls["matmul fp32"][1] / timed["matmul fp32"]["median_s"] / 1e9
+    rate_dt = matmuls[f"matmul {args.dtype}"][1] / timed[f"matmul {args.dtype}"]["median_s"] / 1e9 if dtype != torch.float32 else rate
+    print(f"FLOPs per forward: {flops / 1e9:.1f} G; large fp32 matmul {rate:.0f} GFLOP/s"
+          + (f", {args.dtype} matmul {rate_dt:.0f} GFLOP/s" if dtype != torch.float32 else "")
+          + " (in the same rounds); roofline time = FLOPs / fp32 matmul rate")
+    results = {}
+    for name in runs:
+        results[name] = {**timed[name], "first_call_s": first[name]}
+        print(f"  measured {name}: {results[name]['median_s']:.2f} s", flush=True)
+    diff = (outs["lfcli"] - outs["transformers"]).abs().max().item() if "transformers" in outs else None
+    return {"n": n, "flops": flops, "rate": rate, "results": results, "diff": diff}
+
+
+def _report(args, info, cfg, run) -> dict:
+    """The table against the roofline and transformers, the target, and the JSON record."""
+    n, flops, rate, results, diff = run["n"], run["flops"], run["rate"], run["results"], run["diff"]
+    L = cfg.num_hidden_layers
     roof = flops / (rate * 1e9)
     hf_t = results.get("transformers", {}).get("median_s")
     rows = []
@@ -164,11 +178,11 @@ def main(argv=None) -> dict:
     common.print_targets(targets)
     info["load_average_end"] = common.load_average()
     print(f"load average at end: {info['load_average_end']}")
-    out = {"benchmark": "encoder", "machine": info, "tokens": n, "layers": L, "hidden": h, "heads": H,
-           "intermediate": i, "window": windows[0], "dtype": args.dtype, "model": args.model or "random",
-           "flops": flops, "flops_formula": common.ENCODER_FLOPS_TEXT, "matmul_gflops": rate,
-           "roofline_s": roof, "results": results, "max_abs_diff": diff, "targets": targets}
-    return common.finish(args, out, plot)
+    return {"benchmark": "encoder", "machine": info, "tokens": n, "layers": L, "hidden": cfg.hidden_size,
+            "heads": cfg.num_attention_heads, "intermediate": cfg.intermediate_size, "window": cfg.attention_windows[0],
+            "dtype": args.dtype, "model": args.model or "random", "flops": flops,
+            "flops_formula": common.ENCODER_FLOPS_TEXT, "matmul_gflops": rate, "roofline_s": roof,
+            "results": results, "max_abs_diff": diff, "targets": targets}
 
 
 def plot(out, path):

@@ -314,7 +314,8 @@ def accuracy_at_1(scores: torch.Tensor, tie: float = 1e-6) -> tuple[float, list[
 
 
 # -- main -----------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> dict:
+def parse_args(argv):
+    """The options, checked; n, groups, lengths, tasks and methods resolved from --quick."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="4 candidates, 1 group, lengths 1024 and 2048")
     p.add_argument("--candidates", "-n", type=int, default=None, help="candidate documents per group (default 10)")
@@ -331,53 +332,70 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    n = args.candidates or (4 if args.quick else 10)
-    groups = args.groups or (1 if args.quick else 4)
-    lengths = [int(x) for x in (args.lengths or ("1024,2048" if args.quick else "1024,2048,4096")).split(",")]
-    tasks = args.tasks.split(",")
-    methods = args.methods.split(",")
-    for m in methods:
+    args.n = args.candidates or (4 if args.quick else 10)
+    args.groups = args.groups or (1 if args.quick else 4)
+    args.lengths = [int(x) for x in (args.lengths or ("1024,2048" if args.quick else "1024,2048,4096")).split(",")]
+    args.tasks, args.methods = args.tasks.split(","), args.methods.split(",")
+    for m in args.methods:
         if m not in METHODS:
             raise SystemExit(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
-    if any(t not in ("passkey", "needle") for t in tasks):
+    if any(t not in ("passkey", "needle") for t in args.tasks):
         raise SystemExit("--tasks: passkey and/or needle")
-    if max(lengths) > 4096 or min(lengths) < 64:
+    if max(args.lengths) > 4096 or min(args.lengths) < 64:
         raise SystemExit("--lengths must be between 64 and 4096 tokens")
-    if n > len(NEEDLES) or n < 2:
+    if args.n > len(NEEDLES) or args.n < 2:
         raise SystemExit(f"--candidates must be between 2 and {len(NEEDLES)}")
-    folder = args.data or common.shared_data_dir() / "litbank" / "original"
-    if not folder.is_dir():
-        raise SystemExit(f"{folder}: not found (set LFCLI_SHARED or pass --data)")
+    args.data = args.data or common.shared_data_dir() / "litbank" / "original"
+    if not args.data.is_dir():
+        raise SystemExit(f"{args.data}: not found (set LFCLI_SHARED or pass --data)")
+    return args
 
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     started = time.perf_counter()
     info = common.machine_info(torch.device("cpu"))
     common.print_header("Long-document retrieval: passkey and needle (LongEmbed style)", info)
     tok = load_tokenizer()
-    novels = load_novels(folder)
+    sets = _build_sets(args, tok)
+    vectors, timing = _vectors(args, sets, tok)
+    results = _score(args, sets, vectors, timing, info)
+    _print_depths(args, sets, results)
+    return common.finish_evaluation(args, results, started)
+
+
+def _build_sets(args, tok) -> list[dict]:
+    """The candidate groups of every (task, length), each said on stdout."""
+    n, groups = args.n, args.groups
+    novels = load_novels(args.data)
     if len(novels) < n:
-        raise SystemExit(f"only {len(novels)} novels of >= {MIN_NOVEL_BYTES} bytes in {folder}; need {n}")
+        raise SystemExit(f"only {len(novels)} novels of >= {MIN_NOVEL_BYTES} bytes in {args.data}; need {n}")
     sets = [build_task(t, L, n, novels, tok, args.seed, shared_haystack=(t == "passkey" and args.passkey_haystack == "shared"),
-                       group=g) for t in tasks for L in lengths for g in range(groups)]
+                       group=g) for t in args.tasks for L in args.lengths for g in range(groups)]
     print(f"{groups} group(s) of {n} candidates per (task, length), from {len(novels)} novels, seed {args.seed}; "
           f"chance accuracy@1 = {1 / n:.3f}")
-    cells = [(t, L) for t in tasks for L in lengths]
-    for t, L in cells:
+    for t, L in [(t, L) for t in args.tasks for L in args.lengths]:
         ss = [s for s in sets if (s["task"], s["length"]) == (t, L)]
         toks = [x for s in ss for x in s["n_tokens"]]
         print(f"  {t:7s} {L:5d}: document tokens {min(toks)}-{max(toks)}, "
               + ("one shared passage per group (" + ", ".join(s["novels"][0] for s in ss) + ")" if ss[0]["shared_haystack"]
                  else "a different novel per candidate"))
+    return sets
+
+
+def _vectors(args, sets, tok) -> tuple[dict, dict]:
+    """One pass per model: the long model gives long and long-cls; the short model at 256
+    gives chunk256 and chunk-max; first256 is the short model on truncated documents.
+    (method -> (document vectors, query vectors)), (method -> seconds over the documents)."""
+    methods = set(args.methods)
     all_docs = [d for s in sets for d in s["docs"]]
     all_queries = [q for s in sets for q in s["queries"]]
-
-    # One pass per model: the long model gives long and long-cls; the short model at 256
-    # gives chunk256 and chunk-max; first256 is the short model on truncated documents.
-    vectors: dict[str, tuple[list, list]] = {}  # method -> (doc reps, query reps)
+    vectors: dict[str, tuple[list, list]] = {}
     timing: dict[str, float] = {}
     short = str(short_model_dir())
-    if {"long", "long-cls"} & set(methods):
+    if {"long", "long-cls"} & methods:
         emb = Embedder(None, None, args.batch_size)
         t0 = time.perf_counter()
         rows = emb(all_docs)
@@ -385,7 +403,7 @@ def main(argv: list[str] | None = None) -> dict:
         qrows = emb(all_queries)
         vectors["long"] = ([r["mean"] for r in rows], [r["mean"] for r in qrows])
         vectors["long-cls"] = ([r["cls"] for r in rows], [r["cls"] for r in qrows])
-    if {"chunk256", "chunk-max"} & set(methods):
+    if {"chunk256", "chunk-max"} & methods:
         emb = Embedder(short, 256, args.batch_size)
         t0 = time.perf_counter()
         rows = emb(all_docs)
@@ -400,56 +418,69 @@ def main(argv: list[str] | None = None) -> dict:
         timing["first256"] = time.perf_counter() - t0
         qrows = emb(all_queries)
         vectors["first256"] = ([r["mean"] for r in rows], [r["mean"] for r in qrows])
+    return vectors, timing
 
-    results: dict = {"info": info, "candidates": n, "groups": groups, "lengths": lengths, "tasks": tasks,
+
+def _method_entry(m: str, sets, vectors, timing, n_docs: int, total_tokens: int) -> dict:
+    """One method's accuracy@1 per (task, length), its ranks and hits, and its speed."""
+    docs_rep, query_rep = vectors[m]
+    entry = {"description": METHODS[m], "seconds": timing[m], "docs_per_s": n_docs / timing[m],
+             "tokens_per_s": total_tokens / timing[m], "accuracy": {}, "ranks": {}, "hits": {}}
+    offset, per_group = 0, {}
+    for s in sets:
+        k = len(s["docs"])
+        q = torch.stack(query_rep[offset: offset + k])
+        if m == "chunk-max":
+            scores = torch.stack([torch.stack([(w @ qv).max() for w in docs_rep[offset: offset + k]]) for qv in q])
+        else:
+            scores = q @ torch.stack(docs_rep[offset: offset + k]).T
+        hits, ranks = first_place(scores)
+        key = f"{s['task']}@{s['length']}"
+        entry["ranks"].setdefault(key, []).extend(ranks)
+        entry["hits"].setdefault(key, []).extend(hits)
+        per_group.setdefault(key, []).append(sum(hits) / len(hits))
+        offset += k
+    for key, accs in per_group.items():
+        entry["accuracy"][key] = sum(accs) / len(accs)  # equal group sizes: the mean over all queries
+    entry["accuracy_per_group"] = per_group
+    return entry
+
+
+def _score(args, sets, vectors, timing, info) -> dict:
+    """Every method scored and tabled; the results record."""
+    n, groups, methods = args.n, args.groups, args.methods
+    cells = [(t, L) for t in args.tasks for L in args.lengths]
+    results: dict = {"info": info, "candidates": n, "groups": groups, "lengths": args.lengths, "tasks": args.tasks,
                      "seed": args.seed, "chance": 1 / n, "methods": {}, "sets": []}
+    n_docs = sum(len(s["docs"]) for s in sets)
     total_tokens = sum(x for s in sets for x in s["n_tokens"])
     table = []
     for m in methods:
-        docs_rep, query_rep = vectors[m]
-        entry = {"description": METHODS[m], "seconds": timing[m], "docs_per_s": len(all_docs) / timing[m],
-                 "tokens_per_s": total_tokens / timing[m], "accuracy": {}, "ranks": {}, "hits": {}}
-        offset, per_group = 0, {}
-        for s in sets:
-            k = len(s["docs"])
-            q = torch.stack(query_rep[offset: offset + k])
-            if m == "chunk-max":
-                scores = torch.stack([torch.stack([(w @ qv).max() for w in docs_rep[offset: offset + k]]) for qv in q])
-            else:
-                scores = q @ torch.stack(docs_rep[offset: offset + k]).T
-            hits, ranks = first_place(scores)
-            acc = sum(hits) / len(hits)
-            key = f"{s['task']}@{s['length']}"
-            entry["ranks"].setdefault(key, []).extend(ranks)
-            entry["hits"].setdefault(key, []).extend(hits)
-            per_group.setdefault(key, []).append(acc)
-            offset += k
-        for key, accs in per_group.items():
-            entry["accuracy"][key] = sum(accs) / len(accs)  # equal group sizes: the mean over all queries
-        entry["accuracy_per_group"] = per_group
+        entry = results["methods"][m] = _method_entry(m, sets, vectors, timing, n_docs, total_tokens)
         table.append([m, *[entry["accuracy"][f"{t}@{L}"] for t, L in cells], entry["docs_per_s"], entry["tokens_per_s"]])
-        results["methods"][m] = entry
     for s in sets:
         results["sets"].append({k: v for k, v in s.items() if k not in ("docs", "queries")} | {"queries": s["queries"]})
-
     q = groups * n
     print(f"\naccuracy@1: {q} queries per cell ({groups} x {n} candidates), chance {1 / n:.3f}; a cell's binomial "
-          f"standard error is up to {0.5 / q ** 0.5:.2f}. docs/s and tokens/s: all {len(all_docs)} documents "
+          f"standard error is up to {0.5 / q ** 0.5:.2f}. docs/s and tokens/s: all {n_docs} documents "
           f"({total_tokens} tokens) through the method's pass, model load excluded")
     short_len = lambda L: f"{L // 1024}k" if L % 1024 == 0 else str(L)  # noqa: E731
     headers = ["method", *[f"{t} {short_len(L)}" for t, L in cells], "docs/s", "tokens/s"]
     common.print_table(headers, [[r[0], *[f"{x:.2f}" for x in r[1:-2]], f"{r[-2]:.2f}", f"{r[-1]:.0f}"] for r in table])
     for m in methods:
         print(f"  {m:9s} {METHODS[m]}")
+    return results
 
-    # Where the insert sat: accuracy@1 by depth quarter, all lengths together.
+
+def _print_depths(args, sets, results) -> None:
+    """Where the insert sat: accuracy@1 by depth quarter, all lengths together."""
     print("\naccuracy@1 by the insert's depth in the document (quarters; all lengths together; queries per cell in brackets)")
     depth_rows = []
-    for m in methods:
+    for m in args.methods:
         row = [m]
-        for t in tasks:
+        for t in args.tasks:
             buckets: dict[int, list[float]] = {b: [] for b in range(4)}
-            for L in lengths:
+            for L in args.lengths:
                 depths = [d for s in sets if (s["task"], s["length"]) == (t, L) for d in s["depths"]]
                 for d, h in zip(depths, results["methods"][m]["hits"][f"{t}@{L}"]):
                     buckets[min(int(d * 4), 3)].append(h)
@@ -457,8 +488,8 @@ def main(argv: list[str] | None = None) -> dict:
                 sum(v) / len(v) if v else None for v in buckets.values()]
             row += [f"{sum(v) / len(v):.2f} ({len(v)})" if v else "-" for v in buckets.values()]
         depth_rows.append(row)
-    common.print_table(["method", *[f"{t} {q}" for t in tasks for q in ("0-25%", "25-50%", "50-75%", "75-100%")]], depth_rows)
-    return common.finish_evaluation(args, results, started)
+    common.print_table(["method", *[f"{t} {q}" for t in args.tasks for q in ("0-25%", "25-50%", "50-75%", "75-100%")]],
+                       depth_rows)
 
 
 if __name__ == "__main__":

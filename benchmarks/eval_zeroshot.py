@@ -241,7 +241,7 @@ def check_against_classify(docs: list[dict], labels: list[tuple[str, str]], temp
 
 
 # -- main -----------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> dict:
+def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", type=Path, default=None, help="the hyperpartisan folder (default: shared data)")
     p.add_argument("--limit", type=int, default=None, help="a stratified subset of N articles (quick run)")
@@ -256,87 +256,106 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     if args.quick:
         args.limit, args.check = args.limit or 24, min(args.check, 2)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    folder = args.data or common.shared_data_dir() / "hyperpartisan"
-    if not (folder / ARTICLES).is_file():
-        raise SystemExit(f"{folder / ARTICLES}: not found (set LFCLI_SHARED or pass --data)")
-    methods = args.methods.split(",") if args.methods else (list(METHODS) if args.baselines else ["long"])
-    for m in methods:
+    args.data = args.data or common.shared_data_dir() / "hyperpartisan"
+    if not (args.data / ARTICLES).is_file():
+        raise SystemExit(f"{args.data / ARTICLES}: not found (set LFCLI_SHARED or pass --data)")
+    args.methods = args.methods.split(",") if args.methods else (list(METHODS) if args.baselines else ["long"])
+    for m in args.methods:
         if m not in METHODS:
             raise SystemExit(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
+    return args
 
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     started = time.perf_counter()
     info = common.machine_info(torch.device("cpu"))
     common.print_header("Zero-shot Hyperpartisan (SemEval-2019 by-article training set)", info)
-    docs = load_hyperpartisan(folder, args.limit)
+    docs = load_hyperpartisan(args.data, args.limit)
     y = [d["label"] for d in docs]
-    half_a, half_b = split_halves(y, args.seed)
+    halves = split_halves(y, args.seed)
+    results = _baselines(args, info, y, halves)
+    all_label_texts = [label_text(*lab) for v in VARIANTS for lab in VARIANTS[v]]
+    for method in args.methods:
+        results["methods"][method] = _evaluate_method(args, method, docs, y, halves, all_label_texts)
+    return common.finish_evaluation(args, results, started)
+
+
+def _baselines(args, info, y, halves) -> dict:
+    """The results record with the trivial baselines, said on stdout."""
+    half_a, half_b = halves
     n_pos = sum(y)
-    majority = max(n_pos, len(y) - n_pos) / len(y)
     prior = n_pos / len(y)
     all_pos_f1 = 2 * prior / (1 + prior)
     prior_nll = -(prior * math.log(prior) + (1 - prior) * math.log(1 - prior)) if 0 < prior < 1 else 0.0
-    print(f"{len(docs)} articles ({n_pos} hyperpartisan); halves A {len(half_a)} / B {len(half_b)} (seed {args.seed})")
+    print(f"{len(y)} articles ({n_pos} hyperpartisan); halves A {len(half_a)} / B {len(half_b)} (seed {args.seed})")
     print(f"trivial baselines: always 'mainstream' accuracy {1 - prior:.3f}, F1 0; always 'hyperpartisan' accuracy "
           f"{prior:.3f}, F1 {all_pos_f1:.3f}; the class prior as probability: log loss {prior_nll:.3f}")
+    return {"info": info, "n_docs": len(y), "n_positive": n_pos, "majority_accuracy": max(n_pos, len(y) - n_pos) / len(y),
+            "always_positive_f1": all_pos_f1, "prior_log_loss": prior_nll,
+            "split_seed": args.seed, "half_sizes": [len(half_a), len(half_b)], "methods": {}}
 
-    texts = [d["text"] for d in docs]
-    variant_names = list(VARIANTS)
-    all_label_texts = [label_text(*lab) for v in variant_names for lab in VARIANTS[v]]
-    results: dict = {"info": info, "n_docs": len(docs), "n_positive": n_pos, "majority_accuracy": majority,
-                     "always_positive_f1": all_pos_f1, "prior_log_loss": prior_nll,
-                     "split_seed": args.seed, "half_sizes": [len(half_a), len(half_b)], "methods": {}}
-    pick = lambda xs, idx: [xs[i] for i in idx]  # noqa: E731
-    for method in methods:
-        doc_vecs, label_vecs, seconds = embed_texts(method, texts, all_label_texts, args.batch_size)
-        print(f"\n[{method}] {METHODS[method][0]}: embedded {len(docs)} articles in {seconds:.0f} s "
-              f"({len(docs) / seconds:.2f} docs/s)")
-        rows, per_variant = [], {}
-        for k, v in enumerate(variant_names):
-            margin = scores_for(doc_vecs, label_vecs[2 * k: 2 * k + 2]).tolist()
-            ma, ya, mb, yb = pick(margin, half_a), pick(y, half_a), pick(margin, half_b), pick(y, half_b)
-            ra = metrics(ma, ya, temperature=DEFAULT_T)
-            rb = metrics(mb, yb, temperature=DEFAULT_T)
-            rall = metrics(margin, y, temperature=DEFAULT_T)
-            th = best_threshold(ma, ya)
-            rb_th = metrics(mb, yb, th)
-            lls = {t: metrics(mb, yb, temperature=t)["log_loss"] for t in TEMPERATURES}
-            per_variant[v] = {"labels": VARIANTS[v], "A": ra, "B": rb, "all": rall, "threshold_from_A": th,
-                              "A_with_threshold": metrics(ma, ya, th), "B_with_threshold": rb_th,
-                              "B_log_loss_by_T": lls}
-            rows.append([v, ra["accuracy"], ra["f1"], rb["accuracy"], rb["f1"], rb["auc"], rb["predicted_positive"],
-                         *[lls[t] for t in TEMPERATURES], rb_th["accuracy"], rb_th["f1"], rall["accuracy"], rall["f1"],
-                         rall["auc"]])
-        fmt = lambda x: f"{x:.3f}" if isinstance(x, float) else x  # noqa: E731
-        common.print_table(
-            ["labels", "A acc", "A F1", "B acc", "B F1", "B AUC", "B %hyp", *[f"B NLL T={t}" for t in TEMPERATURES],
-             "B acc+th", "B F1+th", "all acc", "all F1", "all AUC"],
-            [[fmt(c) for c in r] for r in rows],
-        )
-        best = max(variant_names, key=lambda v: (per_variant[v]["A"]["accuracy"], per_variant[v]["A"]["f1"]))
-        best_th = max(variant_names, key=lambda v: (per_variant[v]["A_with_threshold"]["accuracy"], per_variant[v]["A"]["auc"]))
-        chosen = {
-            "zero_shot": {"variant": best, **per_variant[best]["B"]},
-            "zero_shot_plus_threshold": {"variant": best_th, "threshold": per_variant[best_th]["threshold_from_A"],
-                                         **per_variant[best_th]["B_with_threshold"]},
-        }
-        print(f"chosen on A, reported on B: labels '{best}' -> accuracy {chosen['zero_shot']['accuracy']:.3f}, "
-              f"F1 {chosen['zero_shot']['f1']:.3f} (B majority baseline "
-              f"{max(sum(pick(y, half_b)), len(half_b) - sum(pick(y, half_b))) / len(half_b):.3f})")
-        print(f"with a threshold chosen on A: labels '{best_th}' -> accuracy "
-              f"{chosen['zero_shot_plus_threshold']['accuracy']:.3f}, F1 {chosen['zero_shot_plus_threshold']['f1']:.3f}")
-        entry = {"description": METHODS[method][0], "seconds": seconds, "docs_per_s": len(docs) / seconds,
-                 "variants": per_variant, "chosen_on_A": chosen}
-        if method == "long" and args.check:
-            diff = check_against_classify(docs[: args.check], VARIANTS[best], DEFAULT_T, args.batch_size)
-            print(f"check: lfcli.classify on {min(args.check, len(docs))} articles gives the same probabilities "
-                  f"(float32, max |diff| {diff:.1e})")
-            entry["classify_max_abs_diff"] = diff
-            if diff > 1e-4:
-                raise SystemExit(f"lfcli.classify disagrees with the evaluation's own computation by {diff}")
-        results["methods"][method] = entry
-    return common.finish_evaluation(args, results, started)
+
+def _pick(xs, idx):
+    return [xs[i] for i in idx]
+
+
+def _variant_scores(margin, y, halves) -> dict:
+    """One label variant on halves A and B: at the default temperature, with a threshold
+    chosen on A, and B's log loss by temperature."""
+    half_a, half_b = halves
+    ma, ya, mb, yb = _pick(margin, half_a), _pick(y, half_a), _pick(margin, half_b), _pick(y, half_b)
+    th = best_threshold(ma, ya)
+    return {"A": metrics(ma, ya, temperature=DEFAULT_T), "B": metrics(mb, yb, temperature=DEFAULT_T),
+            "all": metrics(margin, y, temperature=DEFAULT_T), "threshold_from_A": th,
+            "A_with_threshold": metrics(ma, ya, th), "B_with_threshold": metrics(mb, yb, th),
+            "B_log_loss_by_T": {t: metrics(mb, yb, temperature=t)["log_loss"] for t in TEMPERATURES}}
+
+
+def _evaluate_method(args, method, docs, y, halves, all_label_texts) -> dict:
+    """One method: every label variant tabled, the variant chosen on A reported on B, and
+    (for the long model) a check against lfcli.classify."""
+    doc_vecs, label_vecs, seconds = embed_texts(method, [d["text"] for d in docs], all_label_texts, args.batch_size)
+    print(f"\n[{method}] {METHODS[method][0]}: embedded {len(docs)} articles in {seconds:.0f} s "
+          f"({len(docs) / seconds:.2f} docs/s)")
+    rows, per_variant = [], {}
+    for k, v in enumerate(VARIANTS):
+        margin = scores_for(doc_vecs, label_vecs[2 * k: 2 * k + 2]).tolist()
+        r = per_variant[v] = {"labels": VARIANTS[v], **_variant_scores(margin, y, halves)}
+        ra, rb, rall, rb_th, lls = r["A"], r["B"], r["all"], r["B_with_threshold"], r["B_log_loss_by_T"]
+        rows.append([v, ra["accuracy"], ra["f1"], rb["accuracy"], rb["f1"], rb["auc"], rb["predicted_positive"],
+                     *[lls[t] for t in TEMPERATURES], rb_th["accuracy"], rb_th["f1"], rall["accuracy"], rall["f1"],
+                     rall["auc"]])
+    fmt = lambda x: f"{x:.3f}" if isinstance(x, float) else x  # noqa: E731
+    common.print_table(
+        ["labels", "A acc", "A F1", "B acc", "B F1", "B AUC", "B %hyp", *[f"B NLL T={t}" for t in TEMPERATURES],
+         "B acc+th", "B F1+th", "all acc", "all F1", "all AUC"],
+        [[fmt(c) for c in r] for r in rows],
+    )
+    best = max(VARIANTS, key=lambda v: (per_variant[v]["A"]["accuracy"], per_variant[v]["A"]["f1"]))
+    best_th = max(VARIANTS, key=lambda v: (per_variant[v]["A_with_threshold"]["accuracy"], per_variant[v]["A"]["auc"]))
+    chosen = {
+        "zero_shot": {"variant": best, **per_variant[best]["B"]},
+        "zero_shot_plus_threshold": {"variant": best_th, "threshold": per_variant[best_th]["threshold_from_A"],
+                                     **per_variant[best_th]["B_with_threshold"]},
+    }
+    yb = _pick(y, halves[1])
+    print(f"chosen on A, reported on B: labels '{best}' -> accuracy {chosen['zero_shot']['accuracy']:.3f}, "
+          f"F1 {chosen['zero_shot']['f1']:.3f} (B majority baseline {max(sum(yb), len(yb) - sum(yb)) / len(yb):.3f})")
+    print(f"with a threshold chosen on A: labels '{best_th}' -> accuracy "
+          f"{chosen['zero_shot_plus_threshold']['accuracy']:.3f}, F1 {chosen['zero_shot_plus_threshold']['f1']:.3f}")
+    entry = {"description": METHODS[method][0], "seconds": seconds, "docs_per_s": len(docs) / seconds,
+             "variants": per_variant, "chosen_on_A": chosen}
+    if method == "long" and args.check:
+        diff = check_against_classify(docs[: args.check], VARIANTS[best], DEFAULT_T, args.batch_size)
+        print(f"check: lfcli.classify on {min(args.check, len(docs))} articles gives the same probabilities "
+              f"(float32, max |diff| {diff:.1e})")
+        entry["classify_max_abs_diff"] = diff
+        if diff > 1e-4:
+            raise SystemExit(f"lfcli.classify disagrees with the evaluation's own computation by {diff}")
+    return entry
 
 
 if __name__ == "__main__":

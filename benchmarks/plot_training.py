@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metric", help="the eval field to plot (default: the task's score, the one that chose the kept "
                    "model; bits per token for pretraining)")
     p.add_argument("--title", help="a title over both panels")
+    p.add_argument("--quick", action="store_true", help="the same (it takes seconds); for run_all.py --quick")
     args = p.parse_args(argv)
     if args.metrics is None:
         for metrics, out, title in BUNDLED_CURVES:

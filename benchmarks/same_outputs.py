@@ -18,6 +18,7 @@ import json
 import math
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,9 +113,11 @@ def compare(old: Path, new: Path, tol: float) -> int:
     return 1 if bad else 0
 
 
-def main() -> int:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    parser.add_argument("--quick", action="store_true",
+                        help="without a subcommand: `run` into a temporary folder, then `compare` it with itself")
+    sub = parser.add_subparsers(dest="cmd")
     r = sub.add_parser("run")
     r.add_argument("dir", type=Path)
     r.add_argument("--lfcli", default="lfcli")
@@ -122,7 +125,13 @@ def main() -> int:
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
     c.add_argument("--tol", type=float, default=1e-6)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.cmd is None:
+        if not args.quick:
+            parser.error("a subcommand: run DIR or compare OLD NEW")
+        with tempfile.TemporaryDirectory() as tmp:  # a smoke test of both halves (run_all.py --quick)
+            run(Path(tmp), "lfcli")
+            return compare(Path(tmp), Path(tmp), 1e-6)
     if args.cmd == "run":
         run(args.dir, args.lfcli)
         return 0

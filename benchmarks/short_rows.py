@@ -124,15 +124,17 @@ def vectors(path: Path) -> dict[str, torch.Tensor]:
     return {i: torch.tensor(v, dtype=torch.float64) for i, v in zip(table["id"], table["embedding"])}
 
 
-def main() -> None:
+def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rows", type=int, default=4000)
+    p.add_argument("--rows", type=int, default=None, help="rows (default 4000; --quick 300)")
+    p.add_argument("--quick", action="store_true", help="--rows 300")
     p.add_argument("--lfcli", default=None, help="the lfcli command (default: this Python's)")
     p.add_argument("-m", "--model", default="small", choices=sorted(SOURCES),
                    help="the tier: small (all-MiniLM-L6-v2) or base (all-mpnet-base-v2)")
     p.add_argument("--dtype", default="auto", help="lfcli's --dtype (auto: bf16 on a CPU with native bf16; "
                                                   "sentence-transformers runs fp32 either way)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    args.rows = args.rows or (300 if args.quick else 4000)
     if not SQUAD.is_file():
         raise SystemExit(f"needs {SQUAD} (../shared/data beside the repository)")
     lfcli = [args.lfcli] if args.lfcli else [sys.executable, "-m", "lfcli"]

@@ -101,10 +101,3 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training)
     return _Dropout.apply(x, p)
-
-
-class Dropout(torch.nn.Dropout):
-    """nn.Dropout (same name in a model's repr, no parameters) through `dropout`."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return dropout(x, self.p, self.training)

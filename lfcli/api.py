@@ -16,21 +16,20 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
-from lfcli.pipelines import registry
 from lfcli.pipelines.io.document import Document
 
 
-def _documents(docs: Iterable[Any], empty_ok: bool = False) -> Iterator:
+def _documents(docs: Iterable[Any]) -> Iterator:
     for i, doc in enumerate(docs):
         if isinstance(doc, Document):
             yield doc
         elif isinstance(doc, str):
-            ok = bool(doc.strip()) or empty_ok
+            ok = bool(doc.strip())
             yield Document(str(i), doc if ok else None, None if ok else "empty document")
         elif isinstance(doc, dict):
             text = doc.get("text")
             fields = {k: v for k, v in doc.items() if k not in ("id", "text")}
-            error = None if isinstance(text, str) and (text.strip() or empty_ok) else "empty document"
+            error = None if isinstance(text, str) and text.strip() else "empty document"
             yield Document(str(doc.get("id", i)), text if error is None else None, error, fields)
         else:
             raise TypeError(f"document {i}: expected str, dict or Document, got {type(doc).__name__}")
@@ -41,7 +40,8 @@ def Pipeline(task: str, model: str | None = None, **options):
     Options are the CLI's: device ("auto": CUDA when there is a GPU), dtype ("auto": bf16 on a
     CPU with native bf16, else float32),
     attention_backend, max_length, batch_size, max_tokens, global_policy, labels,
-    temperature, question, top_k, pooling, normalize; and chunk_docs, chunk_seconds (how
+    temperature, question, top_k, pooling, normalize; fast_paths (False: the plain reference
+    model, without the speed swaps); and chunk_docs, chunk_seconds (how
     many documents, and about how many seconds of work, between one burst of rows and the
     next). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
     from lfcli.pipelines.infer.runner import Pipeline as _Pipeline  # lazy: torch, not for `import lfcli`
@@ -51,7 +51,7 @@ def Pipeline(task: str, model: str | None = None, **options):
 
 def _run(task: str, docs, model, on_error: str = "skip", **options) -> list[dict]:
     pipeline = Pipeline(task, model, **options)
-    return list(pipeline.run(_documents(docs, registry.get(task).empty_ok), on_error=on_error))
+    return list(pipeline.run(_documents(docs), on_error=on_error))
 
 
 def embed(docs, model: str | None = None, **options) -> list[dict]:
@@ -73,8 +73,9 @@ def qa(docs, model: str | None = None, question: str | None = None, **options) -
 
 
 def corefs(docs, model: str | None = None, **options) -> list[dict]:
-    """Rows {id, chains: [{name, mentions: [{start, end, text}, ...]}, ...]}; an empty document
-    has no chains."""
+    """Rows {id, chains: [{name, mentions: [{start, end, text}, ...]}, ...]}, the chains
+    biggest first (ties in order of first mention); an empty document is an error row, as in
+    every task."""
     return _run("corefs", docs, model, **options)
 
 

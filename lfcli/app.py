@@ -94,10 +94,13 @@ def machine_line() -> str:
     """torch, the CPU, and the floating-point path `--dtype auto` takes on it."""
     import torch  # lazy: --help and --version stay fast
 
-    from lfcli.pipelines.infer.precision import cpu_name, describe_auto  # lazy: torch
+    from lfcli.models.fast_paths import described  # lazy: torch
+    from lfcli.pipelines.infer.precision import cpu_name, describe_auto
 
     cuda = f", CUDA {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
-    return f"torch {torch.__version__}, {cpu_name()}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}"
+    swaps = "\n".join(f"  {name}: {what}" for name, what in described())
+    return (f"torch {torch.__version__}, {cpu_name()}, {torch.get_num_threads()} threads{cuda}\n{describe_auto()}\n"
+            f"speed swaps of a loaded model (models/fast_paths.py; --no-fast-paths runs the plain model):\n{swaps}")
 
 
 @app.callback()

@@ -42,6 +42,12 @@ Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a CPU wit
 Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
 Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress, messages or summary on stderr.")]
+# -- lfcli evaluate TASK PRED GOLD -------------------------------------------------------------
+Predictions = Annotated[str, typer.Argument(help="lfcli's output for the task: .jsonl, .json or .parquet.", show_default=False)]
+Gold = Annotated[str, typer.Argument(help="The gold answers (formats above).", show_default=False)]
+GoldIds = Annotated[Optional[str], typer.Option("--ids", help="Only these gold documents: a file with one id per line (CoNLL: file names without extension).")]
+
+FastPaths = Annotated[bool, typer.Option("--fast-paths/--no-fast-paths", help="--no-fast-paths: run the plain reference model, without the speed swaps `lfcli --version --verbose` lists (the same outputs to rounding, slower).")]
 
 # -- a task's job: rows to a file (classify, qa, embed, corefs) --------------------------------
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json, .parquet, or .html for a page to read in a browser (classify, qa, corefs) (default: JSONL on stdout).")]

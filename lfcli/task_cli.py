@@ -6,6 +6,7 @@ a typo fails at once; `--engine ray` hands the same job to pipelines/infer/ray_e
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import PurePath
 
@@ -14,12 +15,13 @@ import typer
 from lfcli.pipelines import registry
 from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.io.jobs import job_record
+from lfcli.pipelines.job_defaults import JOB
 from lfcli.pipelines.progress import progress_reporter
 from lfcli.pipelines.wording import plural
 
 from .app import app, follow_tasks, guarded, options_after
 from .options import (
-    Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, Force, Glob, Global, GpusPerWorker,
+    Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, FastPaths, Force, Glob, Global, GpusPerWorker,
     IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
     TextColumn, Workers, with_task_options,
 )
@@ -60,7 +62,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     name = model_name(task, pipe_opts["model"], pipe_opts)
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
         window_tokenizer(task, name, pipe_opts["max_length"], question)
-    docs = iter_documents(inputs, **read, empty_ok=spec.empty_ok)
+    docs = iter_documents(inputs, **read)
     if spec.question:  # no question anywhere: one usage error, not an error row per document
         check_questions(question, question is not None or inputs_with_field(
             inputs, "question", glob=read["glob"], input_format=read["input_format"]))
@@ -75,13 +77,17 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         pipe = Pipeline(task, **pipe_opts)
         writer.set_schema(pipe.task.schema())
+        closing = spec.report() if spec.report is not None and not quiet and sys.stderr.isatty() else None
         with progress_reporter(quiet) as report:
             for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
                 if first_error is None and row.get("error"):
                     first_error = row["error"]
                 writer.write(row)
+                if closing is not None:
+                    closing.add(row)
     _finish(pipe.stats, len(already_done), first_error, quiet)
-
+    for line in closing.lines() if closing is not None else ():
+        typer.echo(f"lfcli: {line}", err=True)
 
 def _page_of(task: str, docs, record: dict, output: str):
     """(`docs` passed on with each one's text kept, the function that draws the page of the
@@ -144,16 +150,18 @@ def _job(model: str | None, options: dict) -> tuple[dict, dict, dict]:
     pipe = dict(
         model=model, device=o["device"], dtype=o["dtype"], attention_backend=o["attention_backend"],
         max_length=o["max_length"], batch_size=o["batch_size"], max_tokens=o["max_tokens"], global_policy=o["global_"],
+        fast_paths=o["fast_paths"],
     )
     return read, job, pipe
 
 
 def _shared_options(
-    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
-    batch_size: BatchSize = 8, max_tokens: MaxTokens = 16384, max_length: MaxLength = None,
-    device: Device = "auto", dtype: Dtype = "auto", attention_backend: Backend = None, global_: Global = None,
-    force: Force = False, resume: Resume = False, on_error: OnError = "skip", quiet: Quiet = False,
-    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto", row_group_size: RowGroup = 256,
+    text_column: TextColumn = JOB.text_column, id_column: IdColumn = None, glob: Glob = None,
+    batch_size: BatchSize = JOB.batch_size, max_tokens: MaxTokens = JOB.max_tokens, max_length: MaxLength = None,
+    device: Device = JOB.device, dtype: Dtype = JOB.dtype, attention_backend: Backend = None, global_: Global = None,
+    force: Force = False, resume: Resume = False, on_error: OnError = JOB.on_error, quiet: Quiet = False,
+    encoding_errors: EncodingErrors = JOB.encoding_errors, input_format: InputFormat = JOB.input_format,
+    row_group_size: RowGroup = JOB.row_group_size, fast_paths: FastPaths = JOB.fast_paths,
     engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
     gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,
 ):

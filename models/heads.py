@@ -21,10 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lfcli.kernels.fused import Dropout
-
 from .config import LongformerConfig, coref_settings
-from .longformer import LongformerModel, LongformerPreTrainedModel
+from .longformer import HiddenDropout, LongformerModel, LongformerPreTrainedModel
 
 
 @dataclass(frozen=True)
@@ -114,7 +112,7 @@ class LongformerClassificationHead(nn.Module):
     def __init__(self, config: LongformerConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = HiddenDropout(config.hidden_dropout_prob)
         self.out_proj = nn.Linear(config.hidden_size, config.num_labels)
 
     def forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
@@ -174,7 +172,7 @@ class LongformerForTokenClassification(LongformerPreTrainedModel):
     def __init__(self, config: LongformerConfig):
         super().__init__(config)
         self.longformer = LongformerModel(config, add_pooling_layer=False)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = HiddenDropout(config.hidden_dropout_prob)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.post_init()
 
@@ -188,7 +186,7 @@ class CorefMLP(nn.Module):
         super().__init__()
         self.dense = nn.Linear(in_size, out_size)
         self.layer_norm = nn.LayerNorm(out_size)
-        self.dropout = Dropout(dropout)
+        self.dropout = HiddenDropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.layer_norm(F.gelu(self.dense(x))))

@@ -16,8 +16,9 @@ Differences from transformers, none of which change the numbers:
 
 This file is the reference. The speed tricks (the query scale folded into the weights, the
 global rows moved to the query side, the Triton global rows, the feed-forward in row chunks,
-the fused linear + GELU, the fp32 head under a 16-bit encoder) are swaps of these modules in
-models/fast_paths.py, applied when a checkpoint is loaded; tests/test_fast_paths.py holds
+the fused linear + GELU, the faster dropout mask, the fp32 head under a 16-bit encoder) are
+swaps of these modules in models/fast_paths.py, applied when a checkpoint is loaded (not with
+`--no-fast-paths`); a swapped module's repr names its swaps; tests/test_fast_paths.py holds
 them to this file. The task heads are in models/heads.py.
 
 Classes read bottom-up: embeddings, attention, feed-forward, layer, encoder, pooler, model.
@@ -35,7 +36,6 @@ from torch.utils.checkpoint import checkpoint
 
 from lfcli.kernels import banded_attention, resolve_backend
 from lfcli.kernels.chunked import global_columns
-from lfcli.kernels.fused import Dropout
 from lfcli.kernels.position_bias import bias_at
 
 from .config import LongformerConfig
@@ -74,6 +74,11 @@ def relative_position_bucket(offset: torch.Tensor, num_buckets: int = 32, max_di
     return (offset > 0).long() * half + torch.where(distance < exact, distance, far)
 
 
+class HiddenDropout(nn.Dropout):
+    """nn.Dropout itself, under a name of the model's own: the fast_dropout swap
+    (models/fast_paths.py) finds the model's dropouts by it, and leaves an adapter's alone."""
+
+
 class LongformerEmbeddings(nn.Module):
     def __init__(self, config: LongformerConfig):
         super().__init__()
@@ -81,7 +86,7 @@ class LongformerEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = HiddenDropout(config.hidden_dropout_prob)
         self.pad_token_id = config.pad_token_id
         self.bert_style_positions = config.bert_style_positions
 
@@ -203,7 +208,7 @@ class LongformerSelfOutput(nn.Module):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = HiddenDropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)

@@ -11,7 +11,7 @@ A TaskSpec holds values and functions, no machinery:
              prepare/forward/finish/schema), its default `global_policy`, its own command-line
              `options` (plain data; lfcli turns them into typer options), `check(options)`
              before anything loads, the model class and default model it runs, whether its
-             windows carry a question, whether an empty document is a document, its page
+             windows carry a question, its page
   training   `finetune`: the setup `lfcli finetune TASK` trains (pipelines/train/setups.py's
              Setup), and its defaults
   evaluation `evaluation`: how `lfcli evaluate TASK` reads gold and scores rows
@@ -121,9 +121,11 @@ class TaskSpec:
     parse: Callable[[dict], dict] = _as_given  # the command line's values -> the runner's options
     check: Callable[[dict], None] = _no_check  # its options, before anything loads (UsageError)
     question: bool = False  # windows hold a question beside the text (the pair template)
-    empty_ok: bool = False  # an empty document is a document (a row without results), not an error
     page: Callable | None = None  # (rows, texts, title, subtitle, footer) -> HTML; None: no page for it
     no_page: str = ""  # why its rows have no page, said when one is asked for
+    # () -> an object that sees each row (`add(row)`) and gives the run's closing `lines()`, said
+    # on stderr after the rates when it is a terminal (corefs: the cast); None: nothing more
+    report: Callable[[], Any] | None = None
     row_fields: tuple[str, ...] = ()  # fields only its rows have (which task wrote an output)
     row_form: int = 1  # bumped when its rows change shape: an output of another form is never resumed
     finetune: Callable | None = None  # the Setup `lfcli finetune TASK` trains; None: not trainable
@@ -175,6 +177,7 @@ def lazy(module: str, name: str) -> Callable:
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__name__ = call.__qualname__ = name
+    call.target = (module, name)  # what it stands for (a test resolves every built-in spec's)
     return call
 
 

@@ -176,3 +176,13 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The `slow` marker (pyproject.toml): large cases, skipped unless LFCLI_SLOW_TESTS=1."""
+    if os.environ.get("LFCLI_SLOW_TESTS") == "1":
+        return
+    skip = pytest.mark.skip(reason="a large case: set LFCLI_SLOW_TESTS=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -348,6 +348,19 @@ def test_no_module_or_function_too_long():
     assert not problems, "\n".join(problems)
 
 
+def test_no_benchmark_function_too_long():
+    """The benchmarks are read as often as the package: the same ~80 lines a function."""
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    problems = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    problems.append(f"benchmarks/{path.name}:{node.lineno}: {node.name} has {length} lines")
+    assert not problems, "\n".join(problems)
+
+
 def test_imports_inside_functions_say_why():
     problems = unexplained_imports(package_dirs())
     assert not problems, "\n".join(problems)

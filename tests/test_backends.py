@@ -616,7 +616,8 @@ def test_dropout_matches_the_definition(dtype):
     """lfcli's dropout is inverted dropout: each element kept with probability 1 - p and then
     scaled by 1 / (1 - p), the gradient masked and scaled alike; identity in eval or at p=0;
     the same mask from the same seed."""
-    from lfcli.kernels.fused import Dropout, dropout
+    from lfcli.kernels.fused import dropout
+    from lfcli.models.fast_paths import FastDropout
 
     x = (torch.rand(200_000) + 0.5).to(dtype).requires_grad_()
     assert dropout(x, 0.1, training=False) is x and dropout(x, 0.0, training=True) is x
@@ -630,7 +631,7 @@ def test_dropout_matches_the_definition(dtype):
     assert torch.equal(x.grad, kept.to(dtype) * scale)
     torch.manual_seed(3)
     assert torch.equal(dropout(x, 0.25, training=True), out)
-    module = Dropout(0.25).train()
+    module = FastDropout(0.25).train()  # the swap of the model's dropouts
     torch.manual_seed(3)
     assert torch.equal(module(x), out)
     assert torch.equal(module.eval()(x), x)

@@ -32,7 +32,7 @@ import run_all  # noqa: E402
 import scaling  # noqa: E402
 import short_docs  # noqa: E402
 
-slow = pytest.mark.skipif(os.environ.get("LFCLI_SLOW_TESTS") != "1", reason="set LFCLI_SLOW_TESTS=1")
+slow = pytest.mark.slow  # skipped unless LFCLI_SLOW_TESTS=1 (conftest.py)
 
 
 def _plot_ok(path: Path, printed: str) -> bool:
@@ -232,3 +232,12 @@ def test_train_memory_tiny(tmp_path):
     rss = res["variants"]["lfcli"]["rss_mb"]
     assert len(rss) == 12 and all(r > 0 for r in rss)
 
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("*.py") if p.name != "common.py"))
+def test_every_benchmark_answers_help_and_takes_quick(script):
+    """Each script says how to run it, and takes --quick (run_all.py --quick is the smoke test
+    of them all: each such run takes a few minutes at most)."""
+    r = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "--quick" in r.stdout, f"{script}: no --quick in its --help"

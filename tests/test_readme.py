@@ -82,3 +82,53 @@ def test_the_readme_test_command_is_what_ci_runs():
     cut = readme.index("&&")
     assert readme[:cut] == install
     assert tests[: len(readme) - cut - 1] == readme[cut + 1:]  # CI may add reporting flags (-ra)
+
+
+def _readme_commands() -> list[str]:
+    """Every `lfcli ...` command line of the README: in its bash blocks (comments cut off) and
+    in its tables' `made by` cells."""
+    lines = []
+    for block in _blocks(README, "bash"):
+        for line in block.splitlines():
+            for command in re.split(r"\s#\s", line)[0].split("&&"):  # set-up lines chain commands
+                if command.strip().startswith("lfcli "):
+                    lines.append(command.strip())
+    lines += re.findall(r"\| `(lfcli [^`|]+)` \|", README)
+    return lines
+
+
+def _runnable(line: str) -> bool:
+    """Whether a README command needs nothing but the clone and the bundled models: every input
+    it names is in the repository and it names no model folder of the user's."""
+    words = shlex.split(line)[1:]
+    if words[0] not in ("classify", "qa", "embed", "corefs", "models", "--version") or any(w.startswith("./") for w in words):
+        return False
+    outputs = {words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--output")}
+    paths = [w for w in words if w not in outputs and ("/" in w or w.endswith((".txt", ".jsonl", ".parquet")))]
+    return all((ROOT / p).exists() for p in paths)
+
+
+def test_the_readme_commands_that_need_only_the_clone_run_as_written(monkeypatch, tmp_path):
+    """Each README command whose inputs are in the repository (the examples) runs, as written,
+    from a folder holding the examples, on the bundled models: exit 0 and the output it names
+    (or rows on stdout). The others name the user's own files (novels/, train.jsonl)."""
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+    from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
+
+    if (why := bundled_available(DEFAULT_MODEL)) is not None:  # the small tier's models are adapters over it
+        pytest.skip(f"bundled model unavailable: {why}")
+    runnable = sorted(set(filter(_runnable, _readme_commands())))
+    assert len(runnable) >= 9, runnable  # the examples' embed, classify, qa, corefs, views and models lines
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
+    for line in runnable:
+        words = shlex.split(line)[1:]
+        result = CliRunner().invoke(app, words)
+        assert result.exit_code == 0, f"`{line}`: {result.output[-2000:]}"
+        out = next((words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-o", "--output")), None)
+        if out is not None:
+            assert (tmp_path / out).stat().st_size > 0, line
+        else:
+            assert result.stdout.strip(), line

@@ -114,6 +114,28 @@ def test_lazy_names_the_code_it_calls():
     assert norm.__name__ == "vector_norm" and float(norm(torch.tensor([3.0, 4.0]))) == 5.0
 
 
+def _lazy_targets(value, where: str):
+    """(where, (module, name)) of every lazy() callable in a spec, its dataclass fields included."""
+    import dataclasses
+
+    if hasattr(value, "target"):
+        yield where, value.target
+    elif dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            yield from _lazy_targets(getattr(value, f.name), f"{where}.{f.name}")
+
+
+def test_every_lazy_target_of_every_builtin_spec_resolves():
+    """A spec names its code by strings, read only when the code is first called: a typo there
+    would pass every test that does not call it. Each target imports and is callable."""
+    import importlib
+
+    found = [t for name in registry.tasks() for t in _lazy_targets(registry.get(name), name)]
+    assert len(found) >= 15, found  # runners, pages, finetune setups, evaluations, the cast, pretraining
+    for where, (module, name) in found:
+        assert callable(getattr(importlib.import_module(module), name, None)), f"{where}: {module}.{name} does not resolve"
+
+
 def test_a_trainable_task_gets_its_finetune_command_with_its_options_and_defaults():
     from lfcli.pipelines.registry import TrainingDefaults
 

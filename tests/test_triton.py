@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,6 @@ import torch
 
 ON_GPU = os.environ.get("LFCLI_TRITON_GPU") == "1" and torch.cuda.is_available()
 DEVICE = "cuda" if ON_GPU else "cpu"
-SLOW = os.environ.get("LFCLI_SLOW_TESTS") == "1"
 
 _previous = os.environ.get("TRITON_INTERPRET")
 if not ON_GPU:
@@ -55,7 +53,7 @@ from lfcli.kernels.reference import allowed_keys, reference_attention, reference
 IN_PROCESS = ON_GPU or (isinstance(tl.sum, InterpretedFunction) and isinstance(tb.fwd_kernel, InterpretedFunction))
 
 SMALL = tb.KernelConfig(block_m=16, block_n=16, num_warps=4, num_stages=1)
-slow = pytest.mark.skipif(not SLOW, reason="large case: set LFCLI_SLOW_TESTS=1")
+slow = pytest.mark.slow  # skipped unless LFCLI_SLOW_TESTS=1 (conftest.py)
 
 
 @pytest.fixture(autouse=True)
@@ -589,15 +587,6 @@ def test_model_gradients_match_chunked():
         grads[backend] = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
     for name, g in grads["chunked"].items():
         assert max_err(grads["triton"][name], g.double()) < 1e-5, name
-
-
-@slow
-def test_interpreter_speed_is_reported(capsys):
-    q, k, v, kpm, isg = make_inputs(1, 1, 512, 64, seed=0)
-    start = time.perf_counter()
-    tb.triton_attention(q, k, v, 64, kpm, isg, torch.tensor([1]))
-    with capsys.disabled():
-        print(f"\ninterpreted forward, n=512 D=64 w1=64: {time.perf_counter() - start:.2f} s")
 
 
 @pytest.mark.skipif(IN_PROCESS, reason="the kernels already run in this process")

@@ -18,7 +18,7 @@ from lfcli.cli import app
 from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.io.page_rows import ROWS_BLOCK
 from lfcli.pipelines.io.writers import open_writer, output_format, sidecar_path
-from lfcli.pipelines.view.coref_page import chain_name, section_bounds
+from lfcli.pipelines.view.coref_page import N_COLOURS, NEAR_CHARS, chain_looks, chain_name, section_bounds
 from lfcli.pipelines.view.page import dom_text, markup, script_json
 from lfcli.pipelines.view.qa_page import ranked_answers
 from lfcli.pipelines.view.show import read_output, render, show_rows, task_of
@@ -37,11 +37,11 @@ def data_of(page: str) -> dict:
 
 
 def coref_rows(text: str) -> list[dict]:
-    """Chains over `text` by the words they name (Anna / she, the box)."""
+    """Chains over `text` by the words they name (Anna / she, the box), each named."""
     def spans(pattern):
         return [{"start": m.start(), "end": m.end(), "text": m.group()} for m in re.finditer(pattern, text)]
     return [{"id": "story.txt", "chains": [
-        {"name": None, "mentions": spans(r"\bAnna\b|\bshe\b|\bShe\b")},
+        {"name": "Anna", "mentions": spans(r"\bAnna\b|\bshe\b|\bShe\b")},
         {"name": "the box", "mentions": spans(r"\bthe box\b|\bit\b")},
     ]}]
 
@@ -106,14 +106,53 @@ def test_coref_page_orders_chains_by_mentions_and_notes_a_text_that_is_not_the_j
     assert missing.count("text was not found") == 1 and "error: not UTF-8 &lt;/script&gt;" in missing
 
 
-def test_chain_names_fall_back_on_a_proper_name_then_the_first_mention():
+def test_chains_that_meet_in_the_text_never_look_the_same():
+    """60 chains, more than there are colours: the first 24 take distinct plain colours; chain
+    24, which plain cycling would give chain 0's colour (underlined), stands next to chain 0 and
+    gets another colour; in the page every pair of chains with neighbouring mentions has its
+    own CSS look."""
+    words = [f"W{c}" for c in range(60)]
+    filler = " . " + "filler " * 100
+    # three mentions a chain (so ranks follow the words); the third run puts W0 between W23 and W24
+    third = words[1:24] + ["W0"] + words[24:]
+    text = " ".join(words) + filler + " ".join(reversed(words)) + filler + " ".join(third)
+    rows = [{"id": "d", "chains": [
+        {"name": w, "mentions": [{"start": m.start(), "end": m.end(), "text": w} for m in re.finditer(rf"\b{w}\b", text)]}
+        for w in words]}]
+    page = render("corefs", rows, {"d": text})
+    look = dict(re.findall(r"\.c(\d+)\{([^}]*)\}", page))
+    assert len({look[str(c)] for c in range(N_COLOURS)}) == N_COLOURS  # the first 24: distinct colours
+    assert all("border-bottom" not in look[str(c)] for c in range(N_COLOURS))
+    data = data_of(page)
+    assert data["names"] == words and len(data["sections"]) == 1  # ranks are the words; one section's offsets
+    flat = list(zip(data["sections"][0][::3], data["sections"][0][1::3], data["sections"][0][2::3]))
+    met = {frozenset((a[2], b[2])) for a, b in zip(flat, flat[1:]) if a[2] != b[2] and b[0] - a[1] <= NEAR_CHARS}
+    assert len(met) == 61 and {frozenset((0, 24)), frozenset((0, 23))} <= met  # 59 side by side, and W0's two
+    assert all(look[str(a)] != look[str(b)] for a, b in met)
+    assert look["24"].split(";")[0] != look["0"].split(";")[0]  # not chain 0's colour, underline or not
+    spans = [(0, 2, 0), (3, 5, 1), (6, 8, 0)]
+    assert chain_looks(2, spans) == [(0, 0), (1, 0)]
+
+
+def test_chain_names_fall_back_on_a_proper_name_then_the_commonest_mention_a_pronoun_marked():
     def chain(*texts, name=None):
         return {"name": name, "mentions": [{"start": 0, "end": 1, "text": t} for t in texts]}
     assert chain_name(chain("he", "Teodor", name="Old Teodor")) == "Old Teodor"
     assert chain_name(chain("He", "The captain", "Mr. Hollis", "him")) == "Mr. Hollis"
-    assert chain_name(chain("she", "her")) == "she"
-    assert chain_name(chain("the Bank of  England")) == "the Bank of England"  # first mention, spaces folded
+    assert chain_name(chain("her", "SHE", "She", "her", "she")) == "she (unnamed)"  # 3 she, 2 her; the text's case aside
+    assert chain_name(chain("ME", "me", "I")) == "me (unnamed)"
+    assert chain_name(chain("the Bank of  England")) == "the Bank of England"  # spaces folded
     assert chain_name(chain("Bank of England")) == "Bank of England"
+
+
+def test_the_chain_list_shows_named_chains_first_each_group_biggest_first():
+    text = "she she she she Anna Anna Bob Bob Bob"
+    spans = {w: [{"start": m.start(), "end": m.end(), "text": w} for m in re.finditer(rf"\b{w}\b", text)]
+             for w in ("she", "Anna", "Bob")}
+    rows = [{"id": "d", "chains": [{"name": None, "mentions": spans["she"]}, {"name": "Anna", "mentions": spans["Anna"]},
+                                   {"name": "Bob", "mentions": spans["Bob"]}]}]
+    names = re.findall(r'<span class="nm">(.*?)</span>', render("corefs", rows, {"d": text}))
+    assert names == ["Bob", "Anna", "she (unnamed)"]
 
 
 def test_sections_cut_at_paragraphs_and_cover_the_text():

@@ -2,16 +2,14 @@
 driven by selenium opens each page from disk and checks what a person sees: a chain's colour
 on its mentions, one chain highlighted, answers best first and the jump to their passage, the
 classify table sorted by a click, a document's `<script>` shown and never run, no request
-leaving the page, and a whole novel's page opening and painting its last chapter in seconds.
+leaving the page, and a whole novel's page painting only what is near the screen, then its
+last chapter when scrolled there (how fast: benchmarks/page_open.py).
 Skipped, saying what to install, where Chromium, chromedriver or selenium is missing."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import time
-from collections import Counter
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,26 +17,18 @@ from shared_data import DATA
 
 from lfcli.pipelines.view.show import render
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from page_open import novel_rows, novel_text, open_and_scroll, start_browser, why_no_browser  # noqa: E402
+
 EVIL = 'He wrote <script>window.pwned = 1; document.title = "pwned"</script> and left.'
 TITLE = "lfcli corefs"
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        pytest.skip("no Chromium: apt-get install chromium chromium-driver")
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        pytest.skip("no selenium: pip install selenium (in lfcli's dev extra)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,800"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    if (why := why_no_browser()) is not None:
+        pytest.skip(why)
+    driver = start_browser()
     yield driver
     driver.quit()
 
@@ -96,6 +86,33 @@ def test_a_chain_has_one_colour_and_a_click_highlights_it_alone(browser, tmp_pat
     assert requests_made(browser) == []
 
 
+def test_chains_side_by_side_look_different_past_the_palette(browser, tmp_path):
+    """60 chains whose mentions stand side by side: as a reader sees them (computed style),
+    each two neighbours differ in colour or underline, and the chain picked alone keeps its look."""
+    from selenium.webdriver.common.by import By
+
+    words = [f"W{c}" for c in range(60)]
+    text = " ".join(words) + "\n\n" + " ".join(["W0 W24 W48"] * 5) + "\n\n" + " ".join(reversed(words))
+    rows = [{"id": "d", "chains": [{"name": w, "mentions": spans(text, rf"\b{w}\b")} for w in words]}]
+    open_page(browser, tmp_path / "many.html", render("corefs", rows, {"d": text}))
+    seen = browser.execute_script("""
+        const look = el => { const s = getComputedStyle(el); return s.backgroundColor + ' ' + s.borderBottomStyle; };
+        return Array.from(document.querySelectorAll('.m')).map(el => [el.textContent, look(el)]);""")
+    assert len(seen) == 60 + 15 + 60
+    assert all(a[1] != b[1] for a, b in zip(seen, seen[1:]) if a[0] != b[0]), seen
+    assert len({look for _, look in seen}) == 60
+    assert any(look.endswith(("solid", "dashed", "dotted")) for _, look in seen)  # the second cue, past 24 colours
+    c = browser.execute_script("return Array.from(document.querySelectorAll('.m')).find(el => el.textContent === 'W30')"
+                               ".className.match(/c(\\d+)/)[1]")
+    # clicked from script: no pointer left hovering over another chain's mention after the scroll
+    browser.execute_script("arguments[0].click()", browser.find_element(By.CSS_SELECTOR, f'li[data-c="{c}"]'))
+    picked = browser.execute_script(f"""
+        const s = getComputedStyle(document.querySelector('.m.c{c}')), o = getComputedStyle(document.querySelector('.m:not(.c{c})'));
+        return [s.backgroundColor, s.boxShadow, o.backgroundColor, o.borderBottomColor];""")
+    assert picked[0] != "rgba(0, 0, 0, 0)" and picked[1] != "none"  # the chosen chain at once
+    assert picked[2] == "rgba(0, 0, 0, 0)" and picked[3] == "rgba(0, 0, 0, 0)"  # the others faded, underline too
+
+
 # -- qa ---------------------------------------------------------------------------------------
 def test_answers_are_listed_best_first_and_jump_to_their_passage(browser, tmp_path):
     from selenium.webdriver.common.by import By
@@ -151,63 +168,18 @@ def test_the_table_sorts_by_score_and_label_on_click(browser, tmp_path):
 
 
 # -- a whole novel ----------------------------------------------------------------------------
-def novel_text() -> str:
-    """700 KB of a LitBank novel when the shared data is here, else of generated prose."""
-    source = DATA / "litbank" / "original" / "110_tess_of_the_durbervilles_a_pure_woman.txt"
-    if source.exists():
-        return source.read_text(encoding="utf-8")[:700_000]
-    names = ["Tess", "Angel", "Alec", "Joan", "Marian", "Izz", "Retty", "Crick"]
-    lines, k = [], 0
-    while sum(map(len, lines)) < 700_000:
-        a, b = names[k % 8], names[(k * 3 + 1) % 8]
-        lines.append(f"{a} looked at {b} and she said that he would come back, and {b} told {a} it was late.\n\n")
-        k += 1
-    return "".join(lines)[:700_000]
-
-
-def novel_rows(text: str) -> list[dict]:
-    """Chains made from the words: each name used eight times or more, and the pronouns."""
-    words = [(m.start(), m.end(), m.group()) for m in re.finditer(r"[A-Za-z][a-z]*", text)]
-    counts = Counter(w for _, _, w in words if w[0].isupper())
-    common = set("The A I It He She They We You But And Then When What There Her His In Of This That As So If".split())
-    names = {w for w, n in counts.items() if n >= 8 and w not in common}
-    pronouns = {"she": "she", "her": "she", "he": "he", "him": "he", "his": "he", "they": "they", "them": "they",
-                "it": "it", "its": "it", "i": "I", "me": "I", "my": "I", "you": "you", "your": "you", "we": "we", "us": "we", "who": "who", "which": "who", "that": "that"}
-    chains: dict[str, list[dict]] = {}
-    for s, e, w in words:
-        key = w if w in names else pronouns.get(w.lower())
-        if key:
-            chains.setdefault(key, []).append({"start": s, "end": e, "text": w})
-    return [{"id": "novel.txt", "chains": [{"name": k if k in names else None, "mentions": v} for k, v in chains.items()]}]
-
-
-def test_a_novel_opens_in_seconds_and_scrolling_paints_its_end(browser, tmp_path):
-    text = novel_text()
+def test_a_novel_paints_only_what_is_near_the_screen_and_scrolling_paints_its_end(browser, tmp_path):
+    """A whole novel's page paints its sections as they come near the screen (how fast:
+    benchmarks/page_open.py)."""
+    text = novel_text(DATA)
     rows = novel_rows(text)
     mentions = sum(len(c["mentions"]) for c in rows[0]["chains"])
     assert len(text.encode()) >= 690_000 and mentions > 20_000
-    page = render("corefs", rows, {"novel.txt": text})
-    started = time.perf_counter()
-    open_page(browser, tmp_path / "novel.html", page)
-    opened = time.perf_counter() - started
-    first = browser.execute_script("return document.querySelectorAll('.m').length")
-    assert opened < 5 and 0 < first < mentions / 10  # only the sections near the screen are painted
-    end = browser.execute_async_script("""
-        const done = arguments[arguments.length - 1], t0 = performance.now();
-        let worst = 0, last = t0;
-        function step() {
-          const now = performance.now(); worst = Math.max(worst, now - last); last = now;
-          window.scrollBy(0, 4000);
-          if (innerHeight + scrollY < document.documentElement.scrollHeight - 2) return requestAnimationFrame(step);
-          requestAnimationFrame(() => requestAnimationFrame(() => {
-            const secs = document.querySelectorAll('.sec'), lastSec = secs[secs.length - 1];
-            done([performance.now() - t0, worst, lastSec.querySelectorAll('.m').length, lastSec.dataset.k]);
-          }));
-        }
-        requestAnimationFrame(step);""")
-    took, worst, painted_last, k = end
-    assert took < 15_000 and worst < 2_000, end
-    assert painted_last > 0
+    path = tmp_path / "novel.html"
+    path.write_text(render("corefs", rows, {"novel.txt": text}), encoding="utf-8")
+    seen = open_and_scroll(browser, path)
+    assert 0 < seen["painted_at_open"] < mentions / 10, seen  # only the sections near the screen are painted
+    assert seen["painted_last"] > 0
     assert browser.execute_script(f"return JSON.parse(document.getElementById('lfcli-data').textContent)"
-                                  f".sections[{k}].length / 3") == painted_last
+                                  f".sections[{seen['last_section']}].length / 3") == seen["painted_last"]
     assert requests_made(browser) == []

@@ -315,7 +315,7 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     # the driver may have no GPU where the workers do: their device is checked in the pool
     spec = registry.get(task, "infer")
     check_options(task, **{**_check_args(pipe_opts), "device": "cpu" if device.startswith("cuda") else device})
-    reader = reader_options(read, empty_ok=spec.empty_ok)
+    reader = reader_options(read)
     ray = require_ray(starts_local=opts.ray_address is None and not os.environ.get("RAY_ADDRESS"))
     files = list_inputs(inputs, reader)
     if spec.question:

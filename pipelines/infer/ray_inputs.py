@@ -17,6 +17,7 @@ from ..errors import InputError, UsageError
 from ..io.inputs import ReadOptions
 from ..io.parquet_reader import parquet_plan, parquet_row_document
 from ..io.readers import ENCODING_ERRORS, detect_format, walk_folder
+from ..job_defaults import JOB
 from ..progress import note
 from ..wording import plural
 
@@ -45,14 +46,14 @@ class ParquetInput:
         return sum(self.group_rows[:group])
 
 
-def reader_options(read: dict, empty_ok: bool = False) -> ReadOptions:
+def reader_options(read: dict) -> ReadOptions:
     if read.get("encoding_errors", "strict") not in ENCODING_ERRORS:
         raise UsageError(f"--encoding-errors must be one of {', '.join(ENCODING_ERRORS)}")
     if read.get("input_format", "auto") not in ("auto", "parquet"):
         raise UsageError("--engine ray reads Parquet: --input-format must be auto or parquet")
-    return ReadOptions(text_column=read.get("text_column", "text"), id_column=read.get("id_column") or None,
+    return ReadOptions(text_column=read.get("text_column", JOB.text_column), id_column=read.get("id_column") or None,
                     glob=read.get("glob") or None, encoding_errors=read.get("encoding_errors", "strict"),
-                    fields=("question",), input_format="auto", empty_ok=empty_ok)
+                    fields=("question",), input_format="auto")
 
 
 def expand_globs(inputs: list[str]) -> list[str]:

@@ -30,6 +30,7 @@ from lfcli.models.model_folders import tokenizer_folder
 from .. import registry
 from ..errors import InputError, UsageError
 from ..io.readers import Document
+from ..job_defaults import JOB
 from ..progress import note
 from ..registry import TaskSpec
 from ..wording import plural
@@ -80,13 +81,14 @@ def check_backend(attention_backend: str | None, device) -> None:
 def check_options(
     task: str,
     *,
-    device: str = "auto",
-    dtype: str = "auto",
+    device: str = JOB.device,
+    dtype: str = JOB.dtype,
     attention_backend: str | None = None,
     max_length: int | None = None,
-    batch_size: int = 8,
-    max_tokens: int = 16384,
+    batch_size: int = JOB.batch_size,
+    max_tokens: int = JOB.max_tokens,
     global_policy: str | None = None,
+    fast_paths: bool = JOB.fast_paths,
     **options,
 ):
     """Every option a Pipeline takes, checked without loading anything big: the shared ones
@@ -201,17 +203,18 @@ class Pipeline:
         task: str,
         model: str | None = None,
         *,
-        device: str = "auto",
-        dtype: str = "auto",
+        device: str = JOB.device,
+        dtype: str = JOB.dtype,
         attention_backend: str | None = None,
         max_length: int | None = None,
-        batch_size: int = 8,
-        max_tokens: int = 16384,
+        batch_size: int = JOB.batch_size,
+        max_tokens: int = JOB.max_tokens,
         global_policy: str | None = None,
         # A chunk's windows are sorted by length before batching: the more short rows a chunk
         # holds, the less padding (1,000 SQuAD paragraphs: 7.5% padding at 64, 3.7% at 256).
         chunk_docs: int = 256,
         chunk_seconds: float = 5.0,
+        fast_paths: bool = JOB.fast_paths,  # False: the plain reference model, without models/fast_paths.py's swaps
         **options,  # the task's own (its home's OPTIONS): labels, question, top_k, pooling, ...
     ):
         torch_device = check_options(
@@ -224,7 +227,8 @@ class Pipeline:
         class_name = model_class(task, options)
         try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
-                self.folder, dtype=resolve_dtype(dtype, torch_device), device=torch_device
+                self.folder, dtype=resolve_dtype(dtype, torch_device), device=torch_device,
+                fast_paths=None if fast_paths else (),
             )
         except MissingHead as exc:
             raise InputError(f"{exc}. {head_of_task(task).advice}") from None

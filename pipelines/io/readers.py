@@ -73,6 +73,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import pyarrow.parquet as pq
 
 from ..errors import InputError, UsageError
+from ..job_defaults import JOB
 from ..progress import note
 from .compressed import DAMAGED, compression, damage, inner_name, open_input
 from .document import Document
@@ -124,7 +125,7 @@ def detect_format(path: str, input_format: str = "auto") -> str:
 def iter_documents(
     inputs: Sequence[str] | str,
     *,
-    text_column: str = "text",
+    text_column: str = JOB.text_column,
     id_column: str | None = None,
     glob: str | None = None,
     encoding_errors: str = "strict",

@@ -1,7 +1,9 @@
-"""The corefs page: each document's text with every chain's mentions in the chain's colour,
-beside a list of its chains by name and mention count; hovering a chain (in the list or on a
-mention) or clicking it highlights that chain alone, and clicking its name again steps to
-its next mention.
+"""The corefs page: each document's text with every chain's mentions in the chain's look (a
+colour, and past the first 24 chains an underline; chains that meet in the text never share
+a look, see chain_looks), beside a list of its chains by name and mention count (named ones
+first, each group biggest first; a chain with no name is titled by its commonest pronoun,
+"she (unnamed)"); hovering a chain (in the list or on a mention) or clicking it highlights
+that chain alone, and clicking its name again steps to its next mention.
 
 A whole novel is 700 KB of text and 20,000 mentions, more spans than a page should build at
 once. So the text goes in as plain escaped text cut into sections of about SECTION_CHARS
@@ -19,6 +21,12 @@ from typing import Any
 from .page import chain_colour, doc_index, dom_text, error_card, escape, frame
 
 SECTION_CHARS = 6000
+# Chain looks (chain_looks): colours from page.chain_colour, each plain or with one of three
+# underlines (on the swatch in the list too); mentions this close count as neighbours.
+N_COLOURS = 24
+UNDERLINES = ("", ";border-bottom:2px solid #1d2127", ";border-bottom:2px dashed #1d2127",
+              ";border-bottom:2px dotted #1d2127")
+NEAR_CHARS = 400
 # Words that start a mention without making it a name ("He", "The captain").
 _NOT_NAME_WORDS = frozenset(
     "i me my mine myself you your yours he him his himself she her hers herself it its itself we us our ours "
@@ -89,7 +97,7 @@ SCRIPT = r"""
   function refresh() {
     const c = hovered !== null ? hovered : chosen;
     pick.textContent = c === null ? '' :
-      '.picking .m:not(.c' + c + '){background:none!important;box-shadow:none}' +
+      '.picking .m:not(.c' + c + '){background:none!important;box-shadow:none;border-bottom-color:transparent!important}' +
       '.m.c' + c + '{box-shadow:0 0 0 2px #1d2127}li[data-c="' + c + '"]{background:#dfe7f7}';
     document.body.classList.toggle('picking', c !== null);
     document.body.dataset.chain = c === null ? '' : c;
@@ -154,8 +162,10 @@ SCRIPT = r"""
 
 
 def chain_name(chain: dict) -> str:
-    """The name a chain goes by: its `name`, else its first mention that looks like a proper
-    name (capitalised words, not a pronoun or article first), else its first mention."""
+    """The title a chain goes by: its `name`, else its first mention that looks like a proper
+    name (capitalised words, not a pronoun or article first), else its most frequent mention
+    (the first of equals); a pronoun so chosen is lower-cased and marked, "she (unnamed)", so
+    that a chain no name was found for is seen as one at once."""
     if chain.get("name"):
         return str(chain["name"])
     texts = [" ".join(str(m.get("text") or "").split()) for m in chain.get("mentions") or []]
@@ -165,7 +175,11 @@ def chain_name(chain: dict) -> str:
         if (words and words[0][:1].isupper() and words[0].lower() not in _NOT_NAME_WORDS
                 and all(w[:1].isupper() or w.lower() in _NAME_JOINERS for w in words)):
             return text
-    return next((t for t in texts if t), "(no text)")
+    said = [t.lower() if t.lower() in _NOT_NAME_WORDS else t for t in texts if t]
+    if not said:
+        return "(no text)"
+    best = max(said, key=lambda t: (said.count(t), -said.index(t)))
+    return f"{best} (unnamed)" if best in _NOT_NAME_WORDS else best
 
 
 def section_bounds(text: str, size: int = SECTION_CHARS) -> list[tuple[int, int]]:
@@ -233,6 +247,33 @@ def _section_data(text: str, bounds: list[tuple[int, int]], spans: list[tuple[in
     return flats
 
 
+def chain_looks(n_chains: int, spans: list[tuple[int, int, int]], first: int = 0) -> list[tuple[int, int]]:
+    """A look (colour, underline style) per chain, in rank order, so that chains whose mentions
+    stand next to each other in the text never look the same. A novel has hundreds of chains
+    and no palette tells hundreds of colours apart; what a reader compares is neighbours.
+    Chains meet when two of their mentions follow each other (or nest) within NEAR_CHARS.
+    Each chain in turn takes, of the looks no neighbour already has, preferring a colour no
+    neighbour has, the least used one (the first ranks get distinct colours, plain)."""
+    near: list[set[int]] = [set() for _ in range(n_chains)]
+    for (s0, e0, c0), (s1, _, c1) in zip(spans, spans[1:]):
+        a, b = c0 - first, c1 - first
+        if a != b and s1 - e0 <= NEAR_CHARS:
+            near[a].add(b)
+            near[b].add(a)
+    looks: list[tuple[int, int]] = []
+    used = {(c, u): 0 for u in range(len(UNDERLINES)) for c in range(N_COLOURS)}
+    order = sorted(used, key=lambda look: (look[1], look[0]))  # all colours plain first, then underlined
+    for rank in range(n_chains):
+        taken = {looks[j] for j in near[rank] if j < rank}
+        colours = {c for c, _ in taken}
+        free = [look for look in order if look not in taken] or order
+        free = [look for look in free if look[0] not in colours] or free
+        look = min(free, key=lambda lk: used[lk])  # min keeps the first of equals: order decides ties
+        used[look] += 1
+        looks.append(look)
+    return looks
+
+
 def _chain_list(chains: list[dict], first: int) -> str:
     items = []
     for rank, chain in enumerate(chains):
@@ -261,9 +302,11 @@ def _mismatch_note(text: str, chains: list[dict]) -> str:
 
 def _document(k: int, row: dict, text: str | None, first: int, out: dict) -> str:
     """One document's card; its sections' data, chain names and counts go to `out`."""
-    chains = sorted(row.get("chains") or [], key=lambda c: -len(c.get("mentions") or []))  # stable: text order
-    for rank, chain in enumerate(chains):
-        out["css"].append(f".c{first + rank}{{background-color:{chain_colour(rank)}}}")
+    # named chains first (the cast), each group biggest first; stable: the row's order on ties
+    chains = sorted(row.get("chains") or [], key=lambda c: (not c.get("name"), -len(c.get("mentions") or [])))
+    spans, outside = _mention_spans(chains, first, len(text) if text is not None else 0)
+    for rank, (chain, (colour, underline)) in enumerate(zip(chains, chain_looks(len(chains), spans, first))):
+        out["css"].append(f".c{first + rank}{{background-color:{chain_colour(colour)}{UNDERLINES[underline]}}}")
         out["names"].append(chain_name(chain))
         out["counts"].append(len(chain.get("mentions") or []))
     head = f'<h2><a href="#r{k}">{escape(row.get("id"))}</a></h2>'
@@ -272,7 +315,6 @@ def _document(k: int, row: dict, text: str | None, first: int, out: dict) -> str
                 f'(pass --text with the inputs of the job).</p>{_chain_list(chains, first)}</section>')
     shown = dom_text(text)
     bounds = section_bounds(shown)
-    spans, outside = _mention_spans(chains, first, len(text))
     base = len(out["sections"])
     out["sections"].extend(_section_data(shown, bounds, spans))
     notes = _mismatch_note(text, chains)

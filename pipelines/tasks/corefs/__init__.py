@@ -1,7 +1,7 @@
 """corefs: coreference chains over whole documents, books included. Its home: task.py (windows
 and how their chains join into the document's entities), entities.py (what a mention says of
 its entity: names, genders, pronouns, speakers; scene breaks), decode.py (a window's scores
-into chains); training in train.py; this module's SPEC is what the registry holds.
+into chains), cast.py (the characters said at the end of a run on a terminal); training in train.py; this module's SPEC is what the registry holds.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ SPEC = TaskSpec(
     runner=lazy(__name__ + ".task", "runner"),
     global_policy="none",
     options=OPTIONS,
-    empty_ok=True,
     page=lazy("lfcli.pipelines.view.coref_page", "coref_page"),
+    report=lazy(__name__ + ".cast", "CastReport"),
     row_fields=("chains",),
     # 2: chains of {name, mentions}, where form 1 had clusters (lists of mentions)
     row_form=2,

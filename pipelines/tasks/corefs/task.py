@@ -168,8 +168,8 @@ def _without_possessive(text: str) -> str:
 class CorefTask(Task):
     """Coreference chains. Rows: id, chains: a list of the document's entities, each
     {name, mentions}: `name` its representative name (DocumentEntities.name_of) and
-    `mentions` its {start, end, text} character spans (end exclusive), mentions and chains in
-    text order. `singletons`: also report one-mention entities (spans the model scores as
+    `mentions` its {start, end, text} character spans (end exclusive) in text order; the
+    chains biggest first, ties by first mention. `singletons`: also report one-mention entities (spans the model scores as
     mentions, linked to nothing), as LitBank annotates them.
 
     A document that fits the model's positions is one window; a longer one is cut into
@@ -183,7 +183,7 @@ class CorefTask(Task):
         self.singletons = singletons
 
     def prepare(self, doc_index, doc):
-        if not doc.text.strip():  # an empty document: no windows, no chains
+        if not doc.text.strip():  # a blank Document given to the API directly: no windows, no chains
             return Prepared(self.tok.encode(""), [], {"mentions": MentionReader("", [], {})})
         prepared = super().prepare(doc_index, doc)
         starts, ends, pronouns = words_of(self.tok.tokenizer, doc.text, len(prepared.encoded.ids))
@@ -253,7 +253,8 @@ class CorefTask(Task):
                 continue
             chains.append({"name": entities.name_of(mentions),
                            "mentions": [{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans]})
-        chains.sort(key=lambda c: (c["mentions"][0]["start"], c["mentions"][0]["end"]))
+        # biggest first, as a reader looks for the cast; ties in text order, so rows are deterministic
+        chains.sort(key=lambda c: (-len(c["mentions"]), c["mentions"][0]["start"], c["mentions"][0]["end"]))
         return {"id": doc.id, "chains": chains}
 
     def scene_breaks(self, reader: MentionReader, prepared, results) -> list[int]:

@@ -1,0 +1,24 @@
+"""The defaults of a job over documents, stated once: `lfcli TASK`'s options (lfcli/task_cli.py),
+lfcli.Pipeline's keywords (infer/runner.py) and the readers (io/readers.py) all take them from
+here, so the command line and Python run the same job. No torch: `--help` reads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class JobDefaults:
+    text_column: str = "text"  # the field or column a record's text is in (JSONL, Parquet)
+    device: str = "auto"  # CUDA when there is a GPU, else cpu
+    dtype: str = "auto"  # bf16 on a CPU with native bf16, else fp32
+    batch_size: int = 8  # windows per batch
+    max_tokens: int = 16384  # tokens per batch (padding included)
+    row_group_size: int = 256  # rows per Parquet row group
+    encoding_errors: str = "strict"
+    input_format: str = "auto"
+    on_error: str = "skip"
+    fast_paths: bool = True  # the speed swaps of models/fast_paths.py
+
+
+JOB = JobDefaults()
