@@ -319,7 +319,7 @@ def test_task_cards_give_split_size_command_cpu_and_date():
 
 
 @pytest.mark.parametrize("name", ["minilm-l6-long", "minilm-l6-long-squad", "minilm-l6-long-litbank-coref",
-                                  "mpnet-base-long", "mpnet-base-long-squad"])
+                                  "mpnet-base-long", "mpnet-base-long-squad", "mpnet-base-long-litbank-coref"])
 def test_models_name_prints_the_card(name):
     from lfcli.models.bundled import read_card
 
@@ -463,7 +463,7 @@ def test_the_headline_checker_reads_a_headline():
 
 
 @pytest.mark.parametrize("name", ["minilm-l6-long", "minilm-l6-long-squad", "minilm-l6-long-litbank-coref",
-                                  "mpnet-base-long", "mpnet-base-long-squad"])
+                                  "mpnet-base-long", "mpnet-base-long-squad", "mpnet-base-long-litbank-coref"])
 def test_the_headline_figures_agree_everywhere(name):
     """Each bundled model's headline figures, as its card states them, are the same (with the
     same dtype, CPU and date) in `lfcli models`, the README's models table and its notes on

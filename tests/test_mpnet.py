@@ -337,3 +337,27 @@ def test_real_embed_equals_sentence_transformers(real_source, tmp_path):
     want = torch.tensor(st.SentenceTransformer(str(real_source), device="cpu").encode(passages, normalize_embeddings=True))
     assert float((got * want).sum(-1).min()) >= 0.9999
     assert math.isclose(float(got.norm(dim=-1).mean()), 1.0, rel_tol=1e-4)
+
+
+@pytest.mark.parametrize("task, trained", [("qa", "mpnet-base-long-squad"), ("corefs", "mpnet-base-long-litbank-coref")])
+def test_minus_m_base_runs_the_base_tiers_trained_model(task, trained, tmp_path):
+    """`lfcli qa -m base` and `lfcli corefs -m base` resolve to the base tier's trained models,
+    which load offline over the five packages' weights and run, as a user runs them."""
+    from lfcli.pipelines.infer.runner import model_name
+
+    _real_base()
+    assert model_name(task, "base") == trained
+    doc = tmp_path / "story.txt"
+    doc.write_text("Teodor Varga kept the lighthouse on the island. Every evening he lit the lamp, and his "
+                   "sister Ilka rowed out with bread. She said the winter would be long.\n")
+    question = ["-q", "Who kept the lighthouse?"] if task == "qa" else []
+    r = subprocess.run([sys.executable, "-m", "lfcli", task, str(doc), "-m", "base", *question, "--quiet"],
+                       capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert r.returncode == 0, r.stderr
+    row = json.loads(r.stdout)
+    if task == "qa":
+        assert row["answer"] == "Teodor Varga" and row["score"] > 0.5
+    else:  # Teodor with his "he" and "his", Ilka with "She": two people, never one chain
+        chains = {c["name"]: {m["text"] for m in c["mentions"]} for c in row["chains"]}
+        teodor = next(texts for name, texts in chains.items() if name and "Teodor" in name)
+        assert not ({"Ilka", "She"} & teodor)
