@@ -302,8 +302,15 @@ def _real_base() -> Path:
 
 @pytest.fixture(scope="module")
 def real_source(tmp_path_factory):
+    """all-mpnet-base-v2 as sentence-transformers reads it, out of the five packages (the cache
+    may hold mpnet-base-long built before they were uninstalled: then skip as well)."""
+    from lfcli.models.pieces import PiecesUnavailable
+
     _real_base()
-    return bundled.MPNET_ZIP.extract(tmp_path_factory.mktemp("real") / "all-mpnet-base-v2")
+    try:
+        return bundled.MPNET_ZIP.extract(tmp_path_factory.mktemp("real") / "all-mpnet-base-v2")
+    except PiecesUnavailable as exc:
+        pytest.skip(f"the base tier's packages are not installed: {exc}")
 
 
 def test_real_weights_equal_mpnet(real_source):
