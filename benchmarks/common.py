@@ -388,6 +388,16 @@ def finish(args, out: dict, plot: Callable[[dict, str], None]) -> dict:
     return out
 
 
+def start_evaluation(args, title: str) -> tuple[float, dict]:
+    """The evaluation scripts' first step: --threads, the clock, the machine and the header."""
+    if getattr(args, "threads", None):
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    info = machine_info(torch.device("cpu"))
+    print_header(title, info)
+    return started, info
+
+
 def finish_evaluation(args, results: dict, started: float) -> dict:
     """The evaluation scripts' last step: total time and load average, then --json."""
     results["seconds_total"] = time.perf_counter() - started

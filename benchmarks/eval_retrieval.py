@@ -353,11 +353,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    info = common.machine_info(torch.device("cpu"))
-    common.print_header("Long-document retrieval: passkey and needle (LongEmbed style)", info)
+    started, info = common.start_evaluation(args, "Long-document retrieval: passkey and needle (LongEmbed style)")
     tok = load_tokenizer()
     sets = _build_sets(args, tok)
     vectors, timing = _vectors(args, sets, tok)

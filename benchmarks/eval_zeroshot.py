@@ -268,11 +268,7 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    info = common.machine_info(torch.device("cpu"))
-    common.print_header("Zero-shot Hyperpartisan (SemEval-2019 by-article training set)", info)
+    started, info = common.start_evaluation(args, "Zero-shot Hyperpartisan (SemEval-2019 by-article training set)")
     docs = load_hyperpartisan(args.data, args.limit)
     y = [d["label"] for d in docs]
     halves = split_halves(y, args.seed)
