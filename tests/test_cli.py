@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 from checkpoints import task_checkpoints
 from typer.testing import CliRunner
 
@@ -115,8 +116,13 @@ def test_no_fast_paths_runs_the_plain_model_to_the_same_rows(ckpts, docs):
     assert r.exit_code == 0, r.output
     plain = rows_of(r.stdout)
     assert [row["id"] for row in plain] == [row["id"] for row in fast]
+    # float32 sums taken in two orders: about u * sqrt(K) apart for sums of K = tokens * hidden
+    # terms (the mean over tokens of hidden-wide products), 8x for the few chains behind a value
+    hidden = json.loads((Path(ckpts["embed"]) / "config.json").read_text())["hidden_size"]
     for a, b in zip(fast, plain):
-        assert max(abs(x - y) for x, y in zip(a["embedding"], b["embedding"])) < 1e-5
+        tol = 8 * torch.finfo(torch.float32).eps / 2 * (a["n_tokens"] * hidden) ** 0.5
+        scale = max(1.0, max(abs(y) for y in b["embedding"]))
+        assert max(abs(x - y) for x, y in zip(a["embedding"], b["embedding"])) <= tol * scale
     from lfcli.models.fast_paths import fast_paths_of
     from lfcli.pipelines.infer.runner import Pipeline
 

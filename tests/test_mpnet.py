@@ -364,7 +364,6 @@ def test_minus_m_base_runs_the_base_tiers_trained_model(task, trained, tmp_path)
     row = json.loads(r.stdout)
     if task == "qa":
         assert row["answer"] == "Teodor Varga" and row["score"] > 0.5
-    else:  # Teodor with his "he" and "his", Ilka with "She": two people, never one chain
-        chains = {c["name"]: {m["text"] for m in c["mentions"]} for c in row["chains"]}
-        teodor = next(texts for name, texts in chains.items() if name and "Teodor" in name)
-        assert not ({"Ilka", "She"} & teodor)
+    else:  # Teodor (a man's name) and Ilka with "She": two people, never one chain, whatever the model links
+        chains = [{m["text"] for m in c["mentions"]} for c in row["chains"]]
+        assert chains and not any(any("Teodor" in t for t in texts) and {"Ilka", "She"} & texts for texts in chains)
