@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .blocks import BlockPlan, merge_columns
-from .position_bias import bias_at
+from .position_bias import bias_between
 from .chunked_grad import band_attention_grad, fused_backward_applies
 
 
@@ -134,7 +134,7 @@ def column_bias(rel_bias: torch.Tensor, r0: int, r1: int, cols_pos: torch.Tensor
     """(r1 - r0, H, G) fp32: the relative position bias of rows r0..r1-1 on the global columns
     at positions cols_pos (G,), by the offset column - row."""
     rows = torch.arange(r0, r1, device=cols_pos.device)
-    return bias_at(rel_bias, cols_pos[None, :] - rows[:, None]).permute(1, 0, 2).float()
+    return bias_between(rel_bias, rows, cols_pos).permute(1, 0, 2).float()
 
 
 def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out, cols_bias=None):
@@ -166,7 +166,7 @@ def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float, rel_bias=N
     bias = bias.masked_fill(key_padding_mask, torch.finfo(q.dtype).min)[:, None, None, :]  # (B, 1, 1, n)
     if rel_bias is not None:
         i = torch.arange(q.shape[2], device=q.device)
-        bias = (bias + bias_at(rel_bias, i[None, :] - i[:, None]).to(q.dtype)[None]).masked_fill(
+        bias = (bias + bias_between(rel_bias, i, i).to(q.dtype)[None]).masked_fill(
             key_padding_mask[:, None, None, :], torch.finfo(q.dtype).min)  # (B, H, n, n)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
     return _zero_padded_rows(out, key_padding_mask)

@@ -35,7 +35,7 @@ import os
 import torch
 
 from .blocks import BlockPlan, merge_columns
-from .position_bias import bias_at
+from .position_bias import bias_between
 
 _flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
@@ -106,7 +106,7 @@ def _cols_bias(rel_bias, cols_pos, L: int):
     if rel_bias is None:
         return None
     rows = torch.arange(L, device=cols_pos.device)
-    return bias_at(rel_bias, cols_pos[:, None, :] - rows[None, :, None]).permute(1, 2, 0, 3).float()
+    return bias_between(rel_bias, rows, cols_pos).permute(1, 2, 0, 3).float()
 
 
 def _add_by_offset(d_bias: torch.Tensor, ds: torch.Tensor, offsets: torch.Tensor) -> None:

@@ -25,3 +25,9 @@ def bias_at(rel_bias: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
     R = reach(rel_bias)
     index = offsets.clamp(-R, R) + R
     return rel_bias[:, index.reshape(-1)].view(rel_bias.shape[0], *offsets.shape)
+
+
+def bias_between(rel_bias: torch.Tensor, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    """The bias of queries at positions `queries` (..., Q) on keys at positions `keys` (..., K),
+    leading dimensions broadcast: (H, ..., Q, K), by the offset key - query."""
+    return bias_at(rel_bias, keys[..., None, :] - queries[..., :, None])

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from .position_bias import bias_at
+from .position_bias import bias_between
 
 
 def allowed_keys(
@@ -56,7 +56,7 @@ def reference_attention(
     scores = torch.matmul(q, k.transpose(-1, -2)).float()
     if rel_bias is not None:
         i = torch.arange(n, device=q.device)
-        scores = scores + bias_at(rel_bias, i[None, :] - i[:, None]).float()  # (H, n, n): key minus query
+        scores = scores + bias_between(rel_bias, i, i).float()  # (H, n, n): key minus query
     scores = scores.masked_fill(~allowed, torch.finfo(torch.float32).min)
     probs = torch.softmax(scores, dim=-1).to(q.dtype)
     probs = probs.masked_fill(key_padding_mask[:, None, :, None], 0.0)  # padded query rows
@@ -83,7 +83,7 @@ def reference_global_rows(
     scores = torch.matmul(q_global, k_global.transpose(-1, -2)).float()
     if rel_bias is not None:
         j = torch.arange(k_global.shape[2], device=q_global.device)
-        scores = scores + bias_at(rel_bias, j[None, None, :] - positions[:, :, None]).transpose(0, 1).float()
+        scores = scores + bias_between(rel_bias, positions, j).transpose(0, 1).float()
     scores = scores.masked_fill(key_padding_mask[:, None, None, :], torch.finfo(torch.float32).min)
     probs = torch.softmax(scores, dim=-1).to(q_global.dtype)
     if dropout_p > 0.0:

@@ -36,7 +36,7 @@ from torch.utils.checkpoint import checkpoint
 
 from lfcli.kernels import banded_attention, resolve_backend
 from lfcli.kernels.chunked import global_columns
-from lfcli.kernels.position_bias import bias_at
+from lfcli.kernels.position_bias import bias_between
 
 from .config import LongformerConfig
 
@@ -200,7 +200,7 @@ def global_row_bias(rel_bias: torch.Tensor, global_index: torch.Tensor, n: int) 
     """(B, H, G, n) fp32: the relative position bias of every key j for the global queries at
     positions global_index (B, G), by the offset j - position."""
     j = torch.arange(n, device=global_index.device)
-    return bias_at(rel_bias, j[None, None, :] - global_index[:, :, None]).transpose(0, 1).float()
+    return bias_between(rel_bias, global_index, j).transpose(0, 1).float()
 
 
 class LongformerSelfOutput(nn.Module):
