@@ -18,7 +18,20 @@ for _name in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
 
 from lfcli.pipelines.io.document import Document  # noqa: E402
 
-from .api import Pipeline, classify, corefs, embed, qa, read_documents, show  # noqa: E402
+from .api import Pipeline, read_documents, show, task_function, task_functions  # noqa: E402
 
 
-__all__ = ["Document", "Pipeline", "classify", "corefs", "embed", "qa", "read_documents", "show", "__version__"]
+def __getattr__(name: str):
+    """lfcli.embed, lfcli.classify, lfcli.qa, lfcli.corefs, ...: a function per registered task
+    that runs on documents, made from its home's spec (lfcli.api)."""
+    found = task_function(name)
+    if found is None:
+        raise AttributeError(f"module 'lfcli' has no attribute {name!r}")
+    return found
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *task_functions()])
+
+
+__all__ = ["Document", "Pipeline", *task_functions(), "read_documents", "show", "__version__"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
+from lfcli.pipelines import registry
 from lfcli.pipelines.io.document import Document
 
 
@@ -54,35 +55,49 @@ def _run(task: str, docs, model, on_error: str = "skip", **options) -> list[dict
     return list(pipeline.run(_documents(docs), on_error=on_error))
 
 
-def embed(docs, model: str | None = None, **options) -> list[dict]:
-    """Rows {id, embedding, n_tokens} (or {id, error})."""
-    return _run("embed", docs, model, **options)
+def _task_function(spec: registry.TaskSpec):
+    """`lfcli.<task>(docs, model=None, **options) -> rows`: a function for each task that runs
+    on documents, from its home's spec (its summary, options and document fields)."""
+
+    def run(docs, model: str | None = None, **options) -> list[dict]:
+        return _run(spec.name, docs, model, **options)
+
+    own = ", ".join(o.name for o in spec.options if o.flags)
+    fields = f" (and 'id', {', '.join(repr(f) for f in spec.fields)})" if spec.fields else " (and 'id')"
+    run.__name__ = run.__qualname__ = spec.name.replace("-", "_")
+    run.__doc__ = (f"{spec.summary}\n\nRows as `lfcli {spec.name}` writes them, in input order. Documents: strings, "
+                   f"dicts with 'text'{fields}, or lfcli.Documents. Options: its own"
+                   f"{f' ({own})' if own else ' (none)'} and Pipeline's.")
+    return run
 
 
-def classify(docs, model: str | None = None, labels: list[str] | None = None, **options) -> list[dict]:
-    """Rows {id, label, score, scores}. With labels=[...] (or [(label, description)]), zero-shot."""
-    if labels is not None:
-        options["labels"] = [(x, "") if isinstance(x, str) else tuple(x) for x in labels]
-    return _run("classify", docs, model, **options)
+def task_function(name: str):
+    """`lfcli.<name>`: the function of the registered task that runs on documents called `name`
+    (a hyphen in a task's name is an underscore here), or None."""
+    for task in registry.tasks("infer"):
+        if task.replace("-", "_") == name:
+            return _task_function(registry.get(task))
+    return None
 
 
-def qa(docs, model: str | None = None, question: str | None = None, **options) -> list[dict]:
-    """Rows {id, question, answer, start, end, score}; the question applies to every
-    document unless each dict document has its own "question"."""
-    return _run("qa", docs, model, question=question, **options)
+def task_functions() -> list[str]:
+    """The names of the task functions (embed, classify, qa, corefs and any task registered later)."""
+    return [task.replace("-", "_") for task in registry.tasks("infer")]
 
 
-def corefs(docs, model: str | None = None, **options) -> list[dict]:
-    """Rows {id, chains: [{name, mentions: [{start, end, text}, ...]}, ...]}, the chains
-    biggest first (ties in order of first mention); an empty document is an error row, as in
-    every task."""
-    return _run("corefs", docs, model, **options)
+def __getattr__(name: str):  # lfcli.api.qa and such: looked up in the registry when asked for
+    found = task_function(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found
 
 
 def read_documents(paths: list[str], **options):
-    """Stream documents from files, folders, .jsonl, .parquet or "-" (stdin), as the CLI does."""
+    """Stream documents from files, folders, .jsonl, .parquet or "-" (stdin), as the CLI does;
+    records keep every task's document fields (qa's question) unless `fields=` says which."""
     from lfcli.pipelines.io.readers import iter_documents  # lazy: pyarrow
 
+    options.setdefault("fields", registry.document_fields())
     return iter_documents(list(paths), **options)
 
 

@@ -140,14 +140,16 @@ def guarded(command):
     return run
 
 
-def follow_tasks(group: typer.Typer, has: Callable, make: Callable) -> None:
+def follow_tasks(group: typer.Typer, has: Callable, make: Callable, command: str | None = None) -> None:
     """Keep one command in `group` for each registered task that `has(spec)`, made by
-    `make(spec)`: from the task's registration on, and gone when it is unregistered."""
+    `make(spec)`: from the task's registration on, and gone when it is unregistered. The
+    command is named after the task, or `command` (pretrain-continue: one task pretrains)."""
 
     def follow(event: str, spec) -> None:
         if not has(spec):
             return
-        group.registered_commands[:] = [c for c in group.registered_commands if c.name != spec.name]
+        name = command or spec.name
+        group.registered_commands[:] = [c for c in group.registered_commands if c.name != name]
         if event == "added":
             make(spec)
 

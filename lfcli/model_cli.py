@@ -16,20 +16,17 @@ from rich.markdown import Markdown
 from typing_extensions import Annotated
 
 from lfcli.pipelines.errors import InputError, UsageError
+from lfcli.pipelines.job_defaults import JOB
 from lfcli.pipelines.infer.catalog import (
     BUILD_SECONDS, ROOFLINE_RATIO, announce_build, convert_checkpoint, list_models, matmul_gflops, tier_sizes,
 )
-from lfcli.pipelines import registry
 from lfcli.pipelines.progress import record_line
-from lfcli.pipelines.tasks.mlm.config import PretrainConfig
 from lfcli.pipelines.wording import plural
 
-from .app import app, guarded, machine_line
+from .app import app, follow_tasks, guarded, machine_line, options_after
 from .options import (
-    AttentionWindow, Backend, Corpus, Device, EncodingErrors, EvalFraction, Glob, GradAccum, GradientCheckpointing,
-    IdColumn, MaskProb, MaxEvalSequences, MaxGradNorm, MaxLength, MaxPositions, MaxSteps, Model, OverwriteFolder,
-    PretrainFreezeEmbeddings, PretrainLr, Quiet, ResumeRun, RunFolder, SaveEvery, Seed, SequencesPerStep, StartOver,
-    TextColumn, WarmupSteps, WeightDecay,
+    AttentionWindow, Backend, Corpus, Device, EncodingErrors, Glob, IdColumn, MaxPositions, Model, OverwriteFolder,
+    Quiet, ResumeRun, RunFolder, StartOver, TextColumn, with_task_options,
 )
 
 
@@ -98,31 +95,24 @@ def convert(
     typer.echo(f"lfcli: wrote {path}", err=True)
 
 
-@app.command("pretrain-continue")
-@guarded
-def pretrain_continue(
-    corpus: Corpus, output: RunFolder, model: Model = None, max_length: MaxLength = PretrainConfig.max_length,
-    batch_size: SequencesPerStep = PretrainConfig.batch_size, grad_accum: GradAccum = PretrainConfig.grad_accum,
-    lr: PretrainLr = PretrainConfig.lr, warmup_steps: WarmupSteps = PretrainConfig.warmup_steps,
-    max_steps: MaxSteps = PretrainConfig.max_steps, weight_decay: WeightDecay = PretrainConfig.weight_decay,
-    mask_prob: MaskProb = PretrainConfig.mask_prob, max_grad_norm: MaxGradNorm = PretrainConfig.max_grad_norm,
-    save_every: SaveEvery = PretrainConfig.save_every,
-    max_eval_sequences: MaxEvalSequences = PretrainConfig.max_eval_sequences,
-    eval_fraction: EvalFraction = PretrainConfig.eval_fraction, seed: Seed = PretrainConfig.seed,
-    gradient_checkpointing: GradientCheckpointing = PretrainConfig.gradient_checkpointing,
-    freeze_embeddings: PretrainFreezeEmbeddings = PretrainConfig.freeze_embeddings,
-    text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
-    device: Device = "auto", attention_backend: Backend = None,
-    force: StartOver = False, resume: ResumeRun = False, quiet: Quiet = False, encoding_errors: EncodingErrors = "strict",
+def _run_options(
+    model: Model = None, text_column: TextColumn = JOB.text_column, id_column: IdColumn = None, glob: Glob = None,
+    encoding_errors: EncodingErrors = JOB.encoding_errors, device: Device = JOB.device, attention_backend: Backend = None,
+    force: StartOver = False, resume: ResumeRun = False, quiet: Quiet = False,
 ):
-    """Continue masked-LM pretraining on long documents (the paper's recipe); works under torchrun."""
+    """The options `pretrain-continue` takes after its task's own: the model, reading the
+    corpus, where it runs and the run's folder (see options_after)."""
+
+
+def _pretrain(spec, corpus: list[str], output: str, o: dict, settings: dict) -> None:
+    """Run the task's pretraining with the run options `o` and its own `settings` (its home's
+    pretrain_options, one per field of its settings)."""
     from lfcli.models.bundled import DEFAULT_MODEL  # lazy: torch, not for --help
     from lfcli.pipelines.infer.runner import check_backend, resolve_device  # lazy: torch
 
-    run = registry.get("mlm", "pretrain").pretrain
-    torch_device = resolve_device(device)
-    check_backend(attention_backend, torch_device)
-    model = model or DEFAULT_MODEL
+    torch_device = resolve_device(o["device"])
+    check_backend(o["attention_backend"], torch_device)
+    model = o["model"] or DEFAULT_MODEL
     announce_build(model)
 
     def log(record: dict) -> None:  # plain lines on stderr when there is no live bar
@@ -130,22 +120,31 @@ def pretrain_continue(
         if line is not None:
             typer.echo(line, err=True)
 
-    config = PretrainConfig(
-        max_length=max_length, batch_size=batch_size, grad_accum=grad_accum, lr=lr, warmup_steps=warmup_steps,
-        max_steps=max_steps, weight_decay=weight_decay, max_grad_norm=max_grad_norm, mask_prob=mask_prob,
-        save_every=save_every, eval_fraction=eval_fraction, max_eval_sequences=max_eval_sequences, seed=seed,
-        gradient_checkpointing=gradient_checkpointing, freeze_embeddings=freeze_embeddings,
-    )
-    read = dict(text_column=text_column, id_column=id_column, glob=glob, encoding_errors=encoding_errors)
-    live = sys.stderr.isatty() and not quiet
-    summary = run(corpus, model, output, config, device=str(torch_device), attention_backend=attention_backend,
-                  resume=resume, force=force, read=read, progress=live, log=None if live or quiet else log)
+    read = {k: o[k] for k in ("text_column", "id_column", "glob", "encoding_errors")}
+    live = sys.stderr.isatty() and not o["quiet"]
+    summary = spec.pretrain(corpus, model, output, settings, device=str(torch_device),
+                            attention_backend=o["attention_backend"], resume=o["resume"], force=o["force"], read=read,
+                            progress=live, log=None if live or o["quiet"] else log)
     if os.environ.get("RANK", "0") == "0":
         typer.echo(json.dumps(summary, default=str))  # the run's summary is this command's data
-    if not quiet and summary:
+    if not o["quiet"] and summary:
         before, after = summary.get("eval_loss_before"), summary.get("eval_loss_after")
         line = f"lfcli: wrote {output} after {plural(summary.get('steps', 0), 'update')}"
         if before is not None and after is not None:
             line += (f"; held-out MLM loss {before:.3f} -> {after:.3f}"
                      f" ({summary['eval_bpt_before']:.3f} -> {summary['eval_bpt_after']:.3f} bits/token)")
         typer.echo(line, err=True)
+
+
+def pretrain_command(spec):
+    """`lfcli pretrain-continue PATH... -o DIR [its task's own options] [-m MODEL and the run
+    options]`: the command of the task that pretrains, its options and defaults from its home."""
+
+    def command(corpus: Corpus, output: RunFolder, *, options: dict, **settings):
+        _pretrain(spec, corpus, output, options, settings)
+
+    with_task_options(command, spec.pretrain_options, name="pretrain_continue", doc=spec.summary)
+    return app.command("pretrain-continue")(guarded(options_after(_run_options)(command)))
+
+
+follow_tasks(app, lambda spec: spec.pretrain is not None, pretrain_command, command="pretrain-continue")

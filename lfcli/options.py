@@ -20,6 +20,8 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
+from lfcli.pipelines.job_defaults import JOB
+
 # -- what a command reads ---------------------------------------------------------------------
 Inputs = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl, .parquet, or - for stdin.", show_default=False)]
 Corpus = Annotated[List[str], typer.Argument(metavar="PATH", help="Files, folders, .jsonl or .parquet of long documents.", show_default=False)]
@@ -93,20 +95,6 @@ Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-
 Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: the task's, in the help above).", show_default=False)]
 Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
 
-# -- pretrain-continue -------------------------------------------------------------------------
-SequencesPerStep = Annotated[int, typer.Option("--batch-size", "-b", help="Sequences per step and process.")]
-GradAccum = Annotated[int, typer.Option("--grad-accum", help="Steps of gradient accumulation per update.")]
-PretrainLr = Annotated[float, typer.Option("--lr", help="Peak learning rate (the paper: 3e-5).")]
-WarmupSteps = Annotated[Optional[int], typer.Option("--warmup-steps", help="Linear warm-up updates, then power-3 polynomial decay (default: 6% of --max-steps, at most 500).")]
-WeightDecay = Annotated[float, typer.Option("--weight-decay")]
-MaskProb = Annotated[float, typer.Option("--mask-prob", help="Share of tokens masked (80% [MASK], 10% random, 10% kept).")]
-MaxGradNorm = Annotated[float, typer.Option("--max-grad-norm", help="Gradient clipping (0 turns it off).")]
-SaveEvery = Annotated[int, typer.Option("--save-every", help="Score the held-out set, keep the best model and rewrite the resume state every N updates (0: at the end only).")]
-MaxEvalSequences = Annotated[int, typer.Option("--max-eval-sequences", help="Cap on held-out sequences (CPU time).")]
-EvalFraction = Annotated[float, typer.Option("--eval-fraction", help="Share of documents held out for MLM loss / bits per token.")]
-GradientCheckpointing = Annotated[bool, typer.Option("--gradient-checkpointing", help="Recompute activations in the backward pass to save memory.")]
-PretrainFreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", help="Keep the base's embedding tables (and the output layer tied to them) as they are: the layers learn, and a fine-tune over the result stored with --delta needs no embedding table.")]
-
 # -- convert, show, plot -----------------------------------------------------------------------
 MaxPositions = Annotated[int, typer.Option("--max-positions", help="Tokens the long model takes.")]
 AttentionWindow = Annotated[int, typer.Option("--attention-window", help="Full window (even).")]
@@ -118,7 +106,8 @@ Title = Annotated[Optional[str], typer.Option("--title", help="Title over both p
 
 
 # The shared options a task's home can name with registry.shared(NAME): (alias, default).
-SHARED = {"text_column": (TextColumn, "text"), "id_column": (IdColumn, None)}
+SHARED = {"text_column": (TextColumn, JOB.text_column), "id_column": (IdColumn, None), "max_length": (MaxLength, None),
+          "max_steps": (MaxSteps, None), "seed": (Seed, 0)}
 
 
 def with_task_options(command, options, *, name: str, doc: str):
@@ -137,6 +126,7 @@ def task_option(option, default=...) -> inspect.Parameter:
     a command; `default` overrides the option's own (evaluate: None, "not given")."""
     if not option.flags:
         alias, value = SHARED[option.name]
+        value = value if option.default is None else option.default  # the task's own default
         return inspect.Parameter(option.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=alias,
                                  default=value if default is ... else default)
     default = option.default if default is ... else default

@@ -30,7 +30,7 @@ from .options import (
 def _run_task(task: str, inputs: list[str], output: str | None, model: str | None, options: dict, **task_opts):
     """Run `task` over `inputs` with the shared `options` and the task's own Pipeline options."""
     from lfcli.pipelines.infer.runner import (  # lazy: torch, not for --help
-        Pipeline, check_options, check_questions, model_name, window_tokenizer,
+        Pipeline, check_options, check_pair, model_name, window_tokenizer,
     )
     from lfcli.pipelines.io.readers import inputs_with_field, iter_documents  # lazy: pyarrow
     from lfcli.pipelines.io.writers import open_writer  # lazy: pyarrow
@@ -58,14 +58,14 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         return
     # Every option first, then inputs and output, then the model: a typo fails in a blink.
     check_options(task, **{k: v for k, v in pipe_opts.items() if k != "model"})
-    question = pipe_opts.get("question")
+    pair_text = pipe_opts.get(spec.pair) if spec.pair else None  # qa's --question
     name = model_name(task, pipe_opts["model"], pipe_opts)
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
-        window_tokenizer(task, name, pipe_opts["max_length"], question)
-    docs = iter_documents(inputs, **read)
-    if spec.question:  # no question anywhere: one usage error, not an error row per document
-        check_questions(question, question is not None or inputs_with_field(
-            inputs, "question", glob=read["glob"], input_format=read["input_format"]))
+        window_tokenizer(task, name, pipe_opts["max_length"], pair_text)
+    docs = iter_documents(inputs, fields=spec.fields, **read)  # qa's documents keep each record's question
+    if spec.pair:  # no question anywhere: one usage error, not an error row per document
+        check_pair(spec, pair_text, pair_text is not None or inputs_with_field(
+            inputs, spec.pair, glob=read["glob"], input_format=read["input_format"]))
     first_error = None
     # What made the output: --resume must be the same job.
     record = job_record(task, name, inputs, read, pipe_opts)

@@ -310,8 +310,7 @@ def bundled_available(name: str) -> str | None:
 # -- bundled task models: LoRA adapters + heads over the bundled base, shipped as package data --
 @dataclass(frozen=True)
 class BundledTaskModel:
-    name: str
-    task: str  # the lfcli command it serves
+    name: str  # the task that runs it names it (its home's TaskSpec.models)
     description: str
     trained_on: str  # data, size and licence
     scores: str  # headline validation figures (split and size) with dtype, CPU and date; speed and the rest are in the card
@@ -321,7 +320,6 @@ class BundledTaskModel:
 TASK_MODELS: dict[str, BundledTaskModel] = {
     "minilm-l6-long-squad": BundledTaskModel(
         name="minilm-l6-long-squad",
-        task="qa",
         description="extractive question answering: a LoRA adapter (rank 16) + QA head over minilm-l6-long",
         trained_on=("SQuAD v1.1 dev minus XQuAD's paragraphs, 8,639 questions of 43 articles (5 more held out), "
                     "2 epochs; CC BY-SA 4.0 (Rajpurkar et al. 2016): the adapter is a derivative, shared alike"),
@@ -330,7 +328,6 @@ TASK_MODELS: dict[str, BundledTaskModel] = {
     ),
     "mpnet-base-long-squad": BundledTaskModel(
         name="mpnet-base-long-squad",
-        task="qa",
         description="extractive question answering, the base tier: a LoRA adapter (rank 16) + QA head over mpnet-base-long",
         trained_on=("SQuAD v1.1 dev minus XQuAD's paragraphs, 8,639 questions of 43 articles (5 more held out), "
                     "1 epoch; CC BY-SA 4.0 (Rajpurkar et al. 2016): the adapter is a derivative, shared alike"),
@@ -340,7 +337,6 @@ TASK_MODELS: dict[str, BundledTaskModel] = {
     ),
     "minilm-l6-long-litbank-coref": BundledTaskModel(
         name="minilm-l6-long-litbank-coref",
-        task="corefs",
         description=("start-to-end coreference (Kirstain et al. 2021) over minilm-l6-long, trained on LitBank and "
                      "GAP: a LoRA adapter (rank 16) + head, whole documents up to 4096 tokens in one pass"),
         trained_on=("LitBank fold 0 train: 80 documents of English fiction; CC BY 4.0 (Bamman et al. 2020); "
@@ -351,7 +347,6 @@ TASK_MODELS: dict[str, BundledTaskModel] = {
     ),
     "mpnet-base-long-litbank-coref": BundledTaskModel(
         name="mpnet-base-long-litbank-coref",
-        task="corefs",
         description=("start-to-end coreference (Kirstain et al. 2021), the base tier: a LoRA adapter (rank 16) + head "
                      "over mpnet-base-long, trained on LitBank and GAP; whole documents up to 4096 tokens in one pass"),
         trained_on=("LitBank fold 0 train: 80 documents of English fiction; CC BY 4.0 (Bamman et al. 2020); "
@@ -404,13 +399,14 @@ def read_card(name: str) -> str:
     return text.lstrip("\n")
 
 
-def default_model(task: str, base: str = DEFAULT_MODEL) -> str:
+def default_model(names, base: str = DEFAULT_MODEL) -> str:
     """The model a task uses without -m (or with -m TIER, over that tier's encoder `base`):
-    its bundled trained model over `base` when there is one (and its files are present), else
+    the first of its bundled trained models `names` over `base` whose files are present, else
     `base` itself."""
-    for entry in TASK_MODELS.values():
-        if entry.task == task and entry.base == base and (task_model_path(entry.name) / "config.json").is_file():
-            return entry.name
+    for name in names:
+        entry = TASK_MODELS.get(name)
+        if entry is not None and entry.base == base and (task_model_path(name) / "config.json").is_file():
+            return name
     return base
 
 

@@ -10,12 +10,13 @@ A TaskSpec holds values and functions, no machinery:
   inference  `runner(tokenizer, policy, config, options) -> Task` (pipelines/infer/tasks.py's
              prepare/forward/finish/schema), its default `global_policy`, its own command-line
              `options` (plain data; lfcli turns them into typer options), `check(options)`
-             before anything loads, the model class and default model it runs, whether its
-             windows carry a question, its page
+             before anything loads, the model class (`architecture`) and bundled trained models
+             (`models`) it runs, the document field its windows carry beside the text (`pair`:
+             qa's question), its page
   training   `finetune`: the setup `lfcli finetune TASK` trains (pipelines/train/setups.py's
              Setup), and its defaults
   evaluation `evaluation`: how `lfcli evaluate TASK` reads gold and scores rows
-  pretraining `pretrain`: the run `lfcli pretrain-continue` starts (mlm)
+  pretraining `pretrain`: the run `lfcli pretrain-continue` starts (mlm), and its options
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ class Option:
     help: str = ""
 
 
-def shared(name: str) -> Option:
+def shared(name: str, default: Any = None) -> Option:
     """A task's use of one of the CLI's shared options (e.g. "text_column"), declared once in
-    lfcli/options.py with its flags, help and default."""
-    return Option(name, ())
+    lfcli/options.py with its flags, help and default; `default`, when given, is the task's own."""
+    return Option(name, (), default=default)
 
 
 @dataclass(frozen=True)
@@ -113,14 +114,23 @@ class TaskSpec:
     summary: str  # the command's help
     runner: Callable[..., Any] | None = None  # (tokenizer, policy, config, options) -> an inference Task
     global_policy: str = "cls"  # the default --global
-    # The model: the checkpoint class with the head for this task's name (lfcli.models.heads;
-    # none: the bare encoder) and, without -m, its bundled trained model (else the bundled
-    # base); or, when bare_encoder(options), the bundled base's bare encoder (zero-shot classify).
+    # The model: the checkpoint class with this task's head (its name in lfcli.models.heads'
+    # HEADS; None: the bare encoder) and, without -m, the first of its bundled trained
+    # `models` over the tier's encoder (else that bundled encoder); or, when
+    # bare_encoder(options), the bundled encoder itself (zero-shot classify).
+    architecture: str | None = None
+    models: tuple[str, ...] = ()  # its bundled trained models (lfcli.models.bundled.TASK_MODELS), one a tier
+    missing_head: str = ""  # how a user gets a model with its head, said when -m has none
     bare_encoder: Callable[[dict], bool] = _never
+    zero_shot: str = ""  # how `lfcli models` says it runs on a bare encoder when bare_encoder can hold
     options: tuple[Option, ...] = ()
-    parse: Callable[[dict], dict] = _as_given  # the command line's values -> the runner's options
+    parse: Callable[[dict], dict] = _as_given  # the command line's (or the API's) values -> the runner's options
     check: Callable[[dict], None] = _no_check  # its options, before anything loads (UsageError)
-    question: bool = False  # windows hold a question beside the text (the pair template)
+    # The document field each window holds beside the text, in the pair template (qa:
+    # "question"): the task's option of that name asks it of every document, else each
+    # record's field gives it. `pair_missing`: what to do, said when no document can have one.
+    pair: str | None = None
+    pair_missing: str = ""
     page: Callable | None = None  # (rows, texts, title, subtitle, footer) -> HTML; None: no page for it
     no_page: str = ""  # why its rows have no page, said when one is asked for
     # () -> an object that sees each row (`add(row)`) and gives the run's closing `lines()`, said
@@ -135,6 +145,12 @@ class TaskSpec:
     evaluation: Evaluation | None = None
     # (corpus, model, output, PretrainConfig, **run options) -> summary: `lfcli pretrain-continue`
     pretrain: Callable | None = None
+    pretrain_options: tuple[Option, ...] = ()  # its own options there (the run's settings)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The per-record fields its documents keep beside id and text (the readers read them)."""
+        return (self.pair,) if self.pair else ()
 
 
 _TASKS: dict[str, TaskSpec] = {}
@@ -205,6 +221,16 @@ def get(name: str, kind: str | None = None) -> TaskSpec:
     if name not in names:
         raise UsageError(f"unknown task {name!r}; choose one of {', '.join(names)}")
     return _TASKS[name]
+
+
+def document_fields() -> tuple[str, ...]:
+    """Every registered task's document fields (the API's read_documents keeps them all)."""
+    return tuple(dict.fromkeys(f for name in tasks() for f in _TASKS[name].fields))
+
+
+def serving(model: str) -> tuple[str, ...]:
+    """The tasks a bundled trained model serves (those whose `models` name it)."""
+    return tuple(name for name in tasks() if model in _TASKS[name].models)
 
 
 def listing(names) -> str:

@@ -13,8 +13,8 @@ circle until the function runs), relative and absolute. Three rules:
   imported module (`readers._walk`): what one module offers another is public.
 
 And the house rules of docs/architecture.md: no module over 500 lines nor function over ~80;
-no task's name tested (or used as a table's key) outside its home under
-lfcli.pipelines.tasks; and every import inside a function says why in a comment (an
+no task's name tested, used as a table's key, listed or passed to a call (a registry look-up,
+a `task=` keyword, a table's row) outside its home under lfcli.pipelines.tasks; and every import inside a function says why in a comment (an
 optional dependency, or a heavy one kept lazy for `lfcli --help`).
 """
 
@@ -269,8 +269,16 @@ def test_the_checker_on_small_packages(tmp_path, case):
 # -- size and task names ---------------------------------------------------------------------
 MAX_MODULE_LINES = 500  # a module past this is split where a reader would look for the parts
 MAX_FUNCTION_LINES = 80  # a function past this is split into named steps
-TASK_NAMES = ("classify", "qa", "embed", "corefs", "mlm")
 HOMES = "lfcli.pipelines.tasks"
+
+
+def _registered_tasks() -> tuple[str, ...]:
+    from lfcli.pipelines import registry  # the registered names, so that a new task is checked too
+
+    return registry.tasks()
+
+
+TASK_NAMES = _registered_tasks()
 
 
 def size_problems(packages: dict[str, Path]) -> list[str]:
@@ -296,24 +304,40 @@ def _names_in(node: ast.AST) -> list[str]:
     return [e.value for e in elements if isinstance(e, ast.Constant) and e.value in TASK_NAMES]
 
 
+def _task_name_problem(node: ast.AST) -> str | None:
+    """What is wrong with `node` outside the homes, if it names a task: a test of a task's name
+    (`task == "qa"`, `task in ("qa", ...)`), a table keyed by task names, a list of them, or a
+    task's name passed to a call (`registry.get("qa")`, a table row `Head(..., "qa")`,
+    `BundledTaskModel(task="qa")`)."""
+    if isinstance(node, ast.Compare):
+        named = [n for side in (node.left, *node.comparators) for n in _names_in(side)]
+        return f"tests the task name {named[0]!r}" if named else None
+    if isinstance(node, ast.Dict):
+        keys = list(dict.fromkeys(n for k in node.keys if k is not None for n in _names_in(k)))
+        return f"a table keyed by task names ({', '.join(keys)})" if len(keys) >= 2 else None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        named = list(dict.fromkeys(_names_in(node)))
+        return f"a list of task names ({', '.join(named)})" if len(named) >= 2 else None
+    if isinstance(node, ast.Call):
+        for value in [*node.args, *(k.value for k in node.keywords)]:
+            named = _names_in(value) if isinstance(value, ast.Constant) else []
+            if named:
+                return f"passes the task name {named[0]!r} to a call"
+    return None
+
+
 def task_name_problems(packages: dict[str, Path], homes: str = HOMES) -> list[str]:
-    """Outside the tasks' homes, a test of a task's name (`task == "qa"`, `task in ("qa", ...)`)
-    or a table keyed by task names: what is particular to a task belongs in its home, found
-    through the registry."""
+    """Outside the tasks' homes, every place that names a task (_task_name_problem): what is
+    particular to a task belongs in its home, found through the registry."""
     problems = []
     for module, path in modules_of(packages).items():
         if module == homes or module.startswith(homes + "."):
             continue
         where = path.relative_to(path.parents[1])
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            if isinstance(node, ast.Compare):
-                named = [n for side in (node.left, *node.comparators) for n in _names_in(side)]
-                if named:
-                    problems.append(f"{where}:{node.lineno}: tests the task name {named[0]!r}")
-            elif isinstance(node, ast.Dict):
-                keys = list(dict.fromkeys(n for k in node.keys if k is not None for n in _names_in(k)))
-                if len(keys) >= 2:
-                    problems.append(f"{where}:{node.lineno}: a table keyed by task names ({', '.join(keys)})")
+            problem = _task_name_problem(node)
+            if problem:
+                problems.append(f"{where}:{node.lineno}: {problem}")
     return problems
 
 
@@ -377,6 +401,8 @@ def test_the_size_and_task_name_checks_catch_what_they_are_for(tmp_path):
         "top/__init__.py": "",
         "top/runner.py": f"def run(task):\n    if task == 'qa':\n        return 1\n{long_body}",
         "top/table.py": "LR = {'classify': 1, 'qa': 2}\nok = {'classify': 1}\nBY = {('classify', 'x'): 1, ('qa', 'x'): 2}\n",
+        "top/calls.py": "registry.get('qa')\nModel(name='x', task='corefs')\nHead('X', 'classify')\nget(task)\n"
+                        "NAMES = ('embed', 'qa')\n",
         "top/big.py": "x = 1\n" * (MAX_MODULE_LINES + 1),
         "top/tasks/__init__.py": "",
         "top/tasks/qa.py": "def mine(task):\n    return task in ('qa', 'corefs')\n",
@@ -384,7 +410,11 @@ def test_the_size_and_task_name_checks_catch_what_they_are_for(tmp_path):
     })
     packages = {"top": tmp_path / "top"}
     assert [p.split(":")[0] for p in size_problems(packages)] == ["top/big.py", "top/runner.py"]
-    assert task_name_problems(packages, homes="top.tasks") == [
+    assert sorted(task_name_problems(packages, homes="top.tasks")) == [
+        "top/calls.py:1: passes the task name 'qa' to a call",
+        "top/calls.py:2: passes the task name 'corefs' to a call",
+        "top/calls.py:3: passes the task name 'classify' to a call",
+        "top/calls.py:5: a list of task names (embed, qa)",
         "top/runner.py:2: tests the task name 'qa'",
         "top/table.py:1: a table keyed by task names (classify, qa)",
         "top/table.py:3: a table keyed by task names (classify, qa)",

@@ -363,12 +363,14 @@ def test_the_base_models_card_folder_is_no_model(monkeypatch):
     """lfcli/data/models/minilm-l6-long holds only a card: the base still comes from the cache,
     and no task mistakes the folder for a trained model."""
     from lfcli.models import bundled
+    from lfcli.pipelines import registry
 
     folder = bundled.task_models_dir() / bundled.DEFAULT_MODEL
     assert sorted(p.name for p in folder.iterdir()) == ["README.md"]
     assert bundled.DEFAULT_MODEL not in bundled.TASK_MODELS
-    assert bundled.default_model("embed") == bundled.DEFAULT_MODEL
-    assert bundled.default_model("classify") == bundled.DEFAULT_MODEL
+    assert bundled.default_model(registry.get("embed").models) == bundled.DEFAULT_MODEL
+    assert bundled.default_model(registry.get("classify").models) == bundled.DEFAULT_MODEL
+    assert bundled.default_model([bundled.DEFAULT_MODEL]) == bundled.DEFAULT_MODEL  # a card folder is no model
     monkeypatch.setattr(bundled, "ensure_bundled", lambda name: Path("/cache") / name)
     assert bundled.resolve_model(bundled.DEFAULT_MODEL) == Path("/cache") / bundled.DEFAULT_MODEL
 

@@ -445,8 +445,9 @@ def test_bundled_qa_model_answers_out_of_the_box():
 
     from lfcli.cli import app
     from lfcli.models.bundled import default_model
+    from lfcli.pipelines import registry
 
-    assert default_model("qa") == "minilm-l6-long-squad"
+    assert default_model(registry.get("qa").models) == "minilm-l6-long-squad"
     examples = Path(__file__).resolve().parents[1] / "examples" / "questions.jsonl"
     result = CliRunner().invoke(app, ["qa", str(examples), "--quiet"])
     assert result.exit_code == 0, result.output

@@ -16,7 +16,15 @@ from lfcli.pipelines.io.readers import Document, iter_documents
 
 
 def _docs(*inputs, **kw) -> list[Document]:
+    kw.setdefault("fields", ("question",))  # qa's document field, as `lfcli qa` asks the readers for it
     return list(iter_documents(list(inputs), **kw))
+
+
+def test_the_readers_keep_the_fields_they_are_asked_for_and_no_others(tmp_path):
+    """The readers know no task: the fields a document keeps are the caller's (a task's spec)."""
+    path = _write(tmp_path / "r.jsonl", json.dumps({"id": "a", "text": "T.", "question": "Q?", "hint": "H"}) + "\n")
+    assert list(iter_documents([path]))[0].fields == {}
+    assert list(iter_documents([path], fields=("hint",)))[0].fields == {"hint": "H"}
 
 
 def _write(path, data: bytes | str) -> str:

@@ -79,6 +79,63 @@ def test_a_task_of_its_own_runs_from_the_cli_to_its_output_file(loudest, tmp_pat
     assert "--digits" in help_text and "--max-length" in help_text  # its options, then the shared ones
 
 
+def test_a_task_of_its_own_has_its_python_function(loudest, tmp_path):
+    """lfcli.<task>: made from the spec, with the task's own options, like the CLI's command."""
+    import lfcli
+
+    model = make_checkpoint(tmp_path / "model", max_tokens=64, attention_window=8)
+    rows = lfcli.loudest(["One short document.", {"id": "b", "text": "Another one, a little longer."}],
+                         model=str(model), digits=1)
+    assert [r["id"] for r in rows] == ["0", "b"] and all(r["norm"] == round(r["norm"], 1) for r in rows)
+    assert "loudest" in lfcli.__dir__() and "largest first-token vector" in lfcli.loudest.__doc__
+    with pytest.raises(UsageError, match="--digits must be 0 or more"):
+        lfcli.loudest(["x"], model=str(model), digits=-1)
+
+
+class HintedWindow(LoudestWindow):
+    def finish(self, doc, prepared, results):
+        return {**super().finish(doc, prepared, results), "hint": doc.fields.get("hint")}
+
+    def schema(self):
+        return super().schema().append(pa.field("hint", pa.string()))
+
+
+HINTED = TaskSpec(
+    name="hinted", summary="The loudest window, and each document's hint.",
+    runner=lambda tokenizer, policy, config, options: HintedWindow(tokenizer, policy, digits=3),
+    architecture="LongformerForSequenceClassification",
+    missing_head="Train one with the hinted recipe",
+    options=(Option("hint", ("--hint",), str, None, "The hint (else each record's 'hint' field)."),),
+    pair="hint", pair_missing="lfcli hinted needs hints: --hint or a 'hint' field",
+)
+
+
+def test_a_tasks_document_field_head_and_advice_come_from_its_spec(tmp_path):
+    """The spec's pair field is read from each record (and missing everywhere, refused once);
+    its head is the class loaded; a checkpoint without that head gets the spec's advice."""
+    registry.register(HINTED)
+    try:
+        bare = make_checkpoint(tmp_path / "bare", max_tokens=64, attention_window=8)
+        headed = make_checkpoint(tmp_path / "headed", "LongformerForSequenceClassification", max_tokens=64,
+                                 attention_window=8, labels=["a", "b"])
+        records = tmp_path / "docs.jsonl"
+        records.write_text(json.dumps({"id": "r1", "text": "A record with a hint.", "hint": "look left"}) + "\n"
+                           + json.dumps({"id": "r2", "text": "A record without one."}) + "\n")
+        out = tmp_path / "rows.jsonl"
+        ok = CliRunner().invoke(app, ["hinted", str(records), "-m", str(headed), "-o", str(out), "--quiet"])
+        assert ok.exit_code == 0, ok.output
+        assert [(r["id"], r["hint"]) for r in map(json.loads, out.read_text().splitlines())] == [
+            ("r1", "look left"), ("r2", None)]
+        plain = tmp_path / "plain.txt"
+        plain.write_text("No hint can come from a text file.")
+        none = CliRunner().invoke(app, ["hinted", str(plain), "-m", str(headed)])
+        assert none.exit_code == 2 and "lfcli hinted needs hints: --hint or a 'hint' field; no input has one" in none.stderr
+        headless = CliRunner().invoke(app, ["hinted", str(records), "-m", str(bare)])
+        assert headless.exit_code == 1 and "Train one with the hinted recipe" in headless.stderr
+    finally:
+        registry.unregister(HINTED.name)
+
+
 def test_unregistered_task_is_gone_from_the_cli(tmp_path):
     registry.register(SPEC)
     registry.unregister(SPEC.name)
@@ -154,3 +211,21 @@ def test_a_trainable_task_gets_its_finetune_command_with_its_options_and_default
         registry.unregister(spec.name)
     gone = CliRunner().invoke(app, ["finetune", "loudest-train", "--help"])
     assert gone.exit_code == 2
+
+
+def test_pretrain_continue_takes_its_options_and_defaults_from_its_home():
+    """`lfcli pretrain-continue`: its own options are the pretraining task's (a field of its
+    settings each, their defaults PretrainConfig's), after them the run's shared ones."""
+    from lfcli.pipelines.tasks.mlm.config import PretrainConfig
+
+    spec = registry.get(registry.tasks("pretrain")[0])
+    text = " ".join(CliRunner().invoke(app, ["pretrain-continue", "--help"], env={"COLUMNS": "200"}).output
+                    .replace("│", " ").split())
+    defaults = PretrainConfig()
+    for option in spec.pretrain_options:
+        assert hasattr(defaults, option.name), option.name  # one option per field of the settings
+        if option.flags:
+            assert option.flags[0] in text and option.default == getattr(defaults, option.name)
+    assert "--mask-prob FLOAT Share of tokens masked (80% [MASK], 10% random, 10% kept). [default: 0.15]" in text
+    assert "--max-steps INT Optimizer updates in all. [default: 1000]" in text  # a shared option, the task's default
+    assert text.index("--freeze-embeddings") < text.index("--model") < text.index("--resume")

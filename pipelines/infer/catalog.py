@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import registry
 from ..errors import InputError, UsageError
 
 # How long building the bundled model from its source weights takes (measured: 4-5 s).
@@ -13,13 +14,14 @@ BUILD_SECONDS = 5
 
 
 def tasks_of_class(architecture: str) -> list[str]:
-    """The commands a checkpoint class serves (the bare encoder: embed, and classify zero-shot)."""
-    from lfcli.models.heads import ENCODER, HEADS  # lazy: torch, not for --help
+    """The commands a checkpoint class serves, as the tasks' homes say (the bare encoder:
+    embed, and classify zero-shot)."""
+    from lfcli.models.heads import ENCODER  # lazy: torch, not for --help
 
+    specs = [registry.get(name) for name in registry.tasks("infer")]
     if architecture == ENCODER:
-        return ["embed", "classify --labels (zero-shot)"]
-    head = HEADS.get(architecture)
-    return [head.task] if head and head.task else []
+        return [s.name for s in specs if s.architecture is None] + [s.zero_shot for s in specs if s.zero_shot]
+    return [s.name for s in specs if s.architecture == architecture]
 
 
 def list_models() -> list[dict]:
@@ -48,15 +50,16 @@ def list_models() -> list[dict]:
         )
     for name, entry in TASK_MODELS.items():
         present = (task_model_path(name) / "config.json").is_file()
+        tasks = list(registry.serving(name))
         out.append(
             {
                 "name": name,
                 "tier": BUNDLED[entry.base].tier,
-                "default": entry.task if default_model(entry.task) == name else "",
+                "default": ", ".join(t for t in tasks if default_model(registry.get(t).models) == name),
                 "description": entry.description,
                 "available": None if present else f"its files are missing from this installation ({task_model_path(name)})",
                 "built": True,  # package data over the bundled base; the base builds on first use
-                "tasks": [entry.task],
+                "tasks": tasks,
                 "trained_on": entry.trained_on,
                 "scores": entry.scores,
             }

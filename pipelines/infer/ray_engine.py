@@ -52,7 +52,7 @@ from ..progress import note
 from ..wording import plural
 from .ray_inputs import DOC_COLUMNS, list_inputs, read_row_groups, reader_options, remaining_units, take_group, unit_key
 from .ray_manifest import Manifest
-from .runner import Pipeline, Stats, check_options, check_questions, model_name
+from .runner import Pipeline, Stats, check_options, check_pair, model_name
 
 ENGINES = ("local", "ray")
 INSTALL_HINT = "--engine ray needs Ray: pip install 'lfcli[ray]'"
@@ -174,8 +174,10 @@ class TaskActor:
         # batch as one exception, where a failed actor start fills stderr with tracebacks.
         if self.failed is not None:
             raise self.failed
-        docs = [Document(id=i, text=t, error=e, fields={} if q is None else {"question": q})
-                for i, t, e, q in zip(*(batch.column(name).to_pylist() for name in DOC_COLUMNS))]
+        columns = {name: batch.column(name).to_pylist() for name in batch.column_names}
+        more = [name for name in columns if name not in DOC_COLUMNS]  # the task's document fields
+        docs = [Document(id=i, text=t, error=e, fields={m: columns[m][n] for m in more if columns[m][n] is not None})
+                for n, (i, t, e) in enumerate(zip(*(columns[name] for name in DOC_COLUMNS)))]
         first_error = None
         rows = []
         for row in self.pipe.run(docs, on_error=self.on_error):
@@ -315,11 +317,11 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     # the driver may have no GPU where the workers do: their device is checked in the pool
     spec = registry.get(task, "infer")
     check_options(task, **{**_check_args(pipe_opts), "device": "cpu" if device.startswith("cuda") else device})
-    reader = reader_options(read)
+    reader = reader_options(read, spec.fields)
     ray = require_ray(starts_local=opts.ray_address is None and not os.environ.get("RAY_ADDRESS"))
     files = list_inputs(inputs, reader)
-    if spec.question:
-        check_questions(pipe_opts.get("question"), any(f.question for f in files))
+    if spec.pair:
+        check_pair(spec, pipe_opts.get(spec.pair), any(spec.pair in f.fields for f in files))
     name = model_name(task, pipe_opts.get("model"), pipe_opts)
     header = {"lfcli": "ray-engine/1", "job": job_record(task, name, inputs, read, pipe_opts)}
     manifest = Manifest.open(output, header, job["resume"], job["force"])

@@ -28,7 +28,12 @@ READ_BATCH_ROWS = 1024
 GLOB_CHARS = set("*?[")
 
 
-DOC_COLUMNS = ("id", "text", "error", "question")
+DOC_COLUMNS = ("id", "text", "error")  # then the task's document fields (qa: question), as strings
+
+
+def doc_columns(opts: ReadOptions) -> tuple[str, ...]:
+    """The columns of the read task's tables: id, text, error and the task's document fields."""
+    return DOC_COLUMNS + opts.fields
 
 
 @dataclass
@@ -38,7 +43,7 @@ class ParquetInput:
     prefix: str | None  # of the ids, as the local engine makes them
     columns: tuple[str, ...]
     id_column: str | None
-    question: bool
+    fields: tuple[str, ...]  # the task's document fields this file has columns for
     group_rows: list[int] = field(default_factory=list)
     group_bytes: list[int] = field(default_factory=list)
 
@@ -46,14 +51,15 @@ class ParquetInput:
         return sum(self.group_rows[:group])
 
 
-def reader_options(read: dict) -> ReadOptions:
+def reader_options(read: dict, fields: tuple[str, ...] = ()) -> ReadOptions:
+    """The local reader's options for `read` (the job's), keeping the task's document `fields`."""
     if read.get("encoding_errors", "strict") not in ENCODING_ERRORS:
         raise UsageError(f"--encoding-errors must be one of {', '.join(ENCODING_ERRORS)}")
     if read.get("input_format", "auto") not in ("auto", "parquet"):
         raise UsageError("--engine ray reads Parquet: --input-format must be auto or parquet")
     return ReadOptions(text_column=read.get("text_column", JOB.text_column), id_column=read.get("id_column") or None,
                     glob=read.get("glob") or None, encoding_errors=read.get("encoding_errors", "strict"),
-                    fields=("question",), input_format="auto")
+                    fields=tuple(fields), input_format="auto")
 
 
 def expand_globs(inputs: list[str]) -> list[str]:
@@ -101,7 +107,7 @@ def describe(path: str, prefix: str | None, opts: ReadOptions) -> ParquetInput:
     meta = pq.ParquetFile(path).metadata
     text_index = meta.schema.to_arrow_schema().get_field_index(opts.text_column)
     info = ParquetInput(path=path, label=path, prefix=prefix, columns=plan.columns, id_column=plan.id_column,
-                        question="question" in plan.field_columns)
+                        fields=tuple(f for f in opts.fields if f in plan.field_columns))
     for g in range(meta.num_row_groups):
         rg = meta.row_group(g)
         info.group_rows.append(rg.num_rows)
@@ -134,8 +140,9 @@ def take_group(files: list[ParquetInput], units: list[tuple[int, int]], size: fl
 
 def read_row_groups(batch, files: list[ParquetInput], opts: ReadOptions) -> Iterator[Any]:
     """Ray read task: the documents of each (file, row group) of `batch` as small Arrow tables
-    (id, text, error, question), made by the local reader's parquet_row_document."""
-    schema = pa.schema([(name, pa.string()) for name in DOC_COLUMNS])
+    (id, text, error and the task's document fields), made by the local reader's
+    parquet_row_document."""
+    schema = pa.schema([(name, pa.string()) for name in doc_columns(opts)])
     for f, g in zip(batch.column("file").to_pylist(), batch.column("row_group").to_pylist()):
         info = files[f]
         number = info.first_row(g)
@@ -144,14 +151,14 @@ def read_row_groups(batch, files: list[ParquetInput], opts: ReadOptions) -> Iter
                                         use_threads=False):
                 texts = part.column(opts.text_column).to_pylist()
                 ids = part.column(info.id_column).to_pylist() if info.id_column else [None] * len(texts)
-                questions = part.column("question").to_pylist() if info.question else [None] * len(texts)
+                values = {name: part.column(name).to_pylist() for name in info.fields}
                 docs = [parquet_row_document(texts[i], ids[i], number + i, info.label, info.prefix, opts,
-                                             {"question": questions[i]} if info.question else {})
+                                             {name: column[i] for name, column in values.items()})
                         for i in range(len(texts))]
                 number += len(texts)
-                # a question that is not a string is no question, as QATask reads it
+                # a field that is not a string is not there, as the tasks read them (qa's question)
                 yield pa.table({
                     "id": [d.id for d in docs], "text": [d.text for d in docs], "error": [d.error for d in docs],
-                    "question": [q if isinstance(q, str) else None for q in questions],
+                    **{name: [v if isinstance(v, str) else None for v in values.get(name, [None] * len(texts))]
+                       for name in opts.fields},
                 }, schema=schema)
-

@@ -24,7 +24,7 @@ import torch
 
 from lfcli.models import ARCHITECTURES, BACKEND_ENV_VAR, BackendUnavailable, MissingHead, resolve_backend
 from lfcli.models.bundled import DEFAULT_MODEL, TIERS, default_model, resolve_model
-from lfcli.models.heads import ENCODER, architecture_of_task, head_of_task
+from lfcli.models.heads import ENCODER
 from lfcli.models.model_folders import tokenizer_folder
 
 from .. import registry
@@ -112,17 +112,18 @@ def check_options(
     return torch_device
 
 
-def _check_room(tok: DocumentTokenizer, spec: TaskSpec, question: str | None) -> None:
+def _check_room(tok: DocumentTokenizer, spec: TaskSpec, pair_text: str | None) -> None:
     """Refuse a window length (tok.max_length) with no room for document tokens beside the
-    task's special tokens and (a task with questions) the question, which may fill at most
-    half a window."""
-    template = tok.pair if spec.question else tok.single
+    task's special tokens and (a task whose windows hold a pair field: qa's question) the
+    pair text, which may fill at most half a window."""
+    paired = spec.pair is not None
+    template = tok.pair if paired else tok.single
     special = len(template.prefix) + len(template.middle) + len(template.suffix)
-    q = len(tok.encode(question).ids) if spec.question and question else 0
-    need = max(special + max(q, int(spec.question)) + 1, 2 * q)
+    q = len(tok.encode(pair_text).ids) if paired and pair_text else 0
+    need = max(special + max(q, int(paired)) + 1, 2 * q)
     if tok.max_length < need:
         what = plural(special, "special token") + (
-            f" and a {q}-token question (at most half a window)" if q else " and a question" if spec.question else "")
+            f" and a {q}-token {spec.pair} (at most half a window)" if q else f" and a {spec.pair}" if paired else "")
         raise UsageError(f"windows of {plural(tok.max_length, 'token')} leave no room for the document beside {what}; "
                          f"use --max-length {need} or more")
 
@@ -135,46 +136,44 @@ def model_name(task: str, model: str | None, options: dict | None = None) -> str
         encoder = TIERS[model]
         if model_class(task, options or {}) == ENCODER:  # embed, zero-shot classify: the encoder itself
             return encoder
-        trained = default_model(task, encoder)
+        trained = default_model(registry.get(task).models, encoder)
         if trained == encoder:
             raise UsageError(f"-m {model}: the {model} tier has no trained model for {task} in this installation "
                              f"(see `lfcli models`)")
         return trained
     if model:
         return model
-    return DEFAULT_MODEL if registry.get(task).bare_encoder(options or {}) else default_model(task)
+    spec = registry.get(task)
+    return DEFAULT_MODEL if spec.bare_encoder(options or {}) else default_model(spec.models)
 
 
 def model_class(task: str, options: dict) -> str:
     """The checkpoint class a job loads: the one with the task's head (none: the bare
     encoder), or the bare encoder when the task says so for these options."""
-    return ENCODER if registry.get(task).bare_encoder(options) else architecture_of_task(task)
+    spec = registry.get(task)
+    return ENCODER if spec.bare_encoder(options) or spec.architecture is None else spec.architecture
 
 
-def window_tokenizer(task: str, name: str, max_length: int | None, question: str | None):
+def window_tokenizer(task: str, name: str, max_length: int | None, pair_text: str | None):
     """(model folder, its tokenizer for windows of max_length, 0 until the model's positions
-    are known). A max_length too short for the task's special tokens and question is refused
+    are known). A max_length too short for the task's special tokens and pair text is refused
     (UsageError) from the tokenizer alone: before the weights load, and in the CLI before any
     input is read."""
     announce_build(name)
     folder = resolve_model(name)
     tokenizer = DocumentTokenizer.from_folder(tokenizer_folder(folder), max_length or 0)
     if max_length is not None:
-        _check_room(tokenizer, registry.get(task), question)
+        _check_room(tokenizer, registry.get(task), pair_text)
     return folder, tokenizer
 
 
-# How to give `lfcli qa` its questions, said when a job has none at all.
-NO_QUESTIONS = ("lfcli qa needs questions: pass -q/--question 'QUESTION' (asked of every document), or give "
-                "JSONL/Parquet records a 'question' field")
-
-
-def check_questions(question: str | None, inputs_have_questions: bool) -> None:
-    """Refuse a qa job without any question (UsageError) instead of an error row per document."""
-    if question is not None and not question.strip():
-        raise UsageError("--question is empty")
-    if question is None and not inputs_have_questions:
-        raise UsageError(f"{NO_QUESTIONS}; no input has one")
+def check_pair(spec: TaskSpec, given: str | None, inputs_have_it: bool) -> None:
+    """Refuse a job of a task with a pair field (qa's question) that no document can have
+    (UsageError: one message, not an error row per document)."""
+    if given is not None and not given.strip():
+        raise UsageError(f"--{spec.pair} is empty")
+    if given is None and not inputs_have_it:
+        raise UsageError(f"{spec.pair_missing or f'lfcli {spec.name} needs a {spec.pair}'}; no input has one")
 
 
 @dataclass
@@ -217,13 +216,14 @@ class Pipeline:
         fast_paths: bool = JOB.fast_paths,  # False: the plain reference model, without models/fast_paths.py's swaps
         **options,  # the task's own (its home's OPTIONS): labels, question, top_k, pooling, ...
     ):
+        spec = registry.get(task)
+        options = spec.parse(options)  # as the command line's: e.g. classify's labels given as a list of names
         torch_device = check_options(
             task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
             batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, **options,
         )
-        spec = registry.get(task)
-        question = options.get("question")
-        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, options), max_length, question)
+        pair_text = options.get(spec.pair) if spec.pair else None  # asked of every document
+        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, options), max_length, pair_text)
         class_name = model_class(task, options)
         try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
@@ -231,7 +231,7 @@ class Pipeline:
                 fast_paths=None if fast_paths else (),
             )
         except MissingHead as exc:
-            raise InputError(f"{exc}. {head_of_task(task).advice}") from None
+            raise InputError(f"{exc}. {spec.missing_head}" if spec.missing_head else str(exc)) from None
         self.model.attention_backend = attention_backend
         # The checkpoint's own backend setting, now that it is known.
         resolve_backend(attention_backend, self.model.config.attention_backend, torch_device)
@@ -245,7 +245,7 @@ class Pipeline:
         preferred = (config.extra.get("lfcli") or {}).get("default_max_length")
         self.max_length = min(max_length or preferred or limit, limit)
         self.tokenizer = DocumentTokenizer(tokenizer.tokenizer, self.max_length)
-        _check_room(self.tokenizer, spec, question)
+        _check_room(self.tokenizer, spec, pair_text)
         if self.max_length < SHORT_WINDOW:
             note(f"windows of {self.max_length} tokens (the model takes {limit}): a long document becomes "
                  "many small model calls, which is slow")

@@ -87,9 +87,6 @@ class Task:
     def prepare(self, doc_index: int, doc: Document) -> Prepared:
         return document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap)
 
-    def model_inputs(self, items: list[Item]) -> dict:
-        return {}
-
     def forward(self, model, batch: dict, items: list[Item]) -> list[Any]:
         raise NotImplementedError
 

@@ -129,7 +129,7 @@ def iter_documents(
     id_column: str | None = None,
     glob: str | None = None,
     encoding_errors: str = "strict",
-    fields: Iterable[str] = ("question",),
+    fields: Iterable[str] = (),
     input_format: str = "auto",
     empty_ok: bool = False,
 ) -> Iterator[Document]:

@@ -32,6 +32,7 @@ from lfcli.models.checkpoint import (
     TOKENIZER_FILES, base_state_dict, copy_tokenizer_files, init_from_encoder, is_adapter_folder, is_over_base,
 )
 from lfcli.models.delta import DELTA_WEIGHTS, write_delta
+from lfcli.models.heads import ENCODER
 from lfcli.models.lora import (
     ADAPTER_CONFIG, ADAPTER_WEIGHTS, add_lora, load_adapter, merge_lora, read_adapter, save_adapter,
     trainable_parameters,
@@ -226,7 +227,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
              merge: bool = False, freeze_embeddings: bool = False, delta: bool = False, max_length: int | None = None, global_policy: str | None = None,
              train_config: TrainConfig | None = None, device: str = "cpu", resume: bool = False, force: bool = False,
              log: Callable[[dict], None] | None = None, progress: bool = False, **task_options) -> dict:
-    """Train `task` (classify | qa) on `data`; the best model (by validation) ends in `output`."""
+    """Train `task` (a registered task with a `finetune` setup) on `data`; the best model (by validation) ends in `output`."""
     # Every option before any data is read: a typo must not cost the minutes of reading a data set.
     spec = registry.get(task, "finetune")
     if adapter not in ADAPTERS:
@@ -262,7 +263,7 @@ def finetune(task: str, data: list[str], output: str, *, model: str | None = Non
                             max_length=max_length, global_policy=global_policy, seed=config.seed, say=run.say,
                             **task_options)
         run.clear()
-        net = build_model(setup.class_name, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
+        net = build_model(spec.architecture or ENCODER, base, folder, adapter=adapter, lora_rank=lora_rank, lora_alpha=lora_alpha,
                           seed=config.seed, config_changes=setup.config_changes, say=run.say, continued=continued,
                           freeze_embeddings=freeze_embeddings)
         note = {"task": task, "base_model": continued.base_name if continued else base, "data": [str(d) for d in data],

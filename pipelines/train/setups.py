@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lfcli.models import LongformerConfig
-from lfcli.models.heads import architecture_of_task
 from lfcli.models.model_folders import tokenizer_folder
 
 from ..errors import InputError
@@ -23,20 +22,15 @@ MIN_TRAIN_LENGTH = 16  # shortest training window, in tokens
 @dataclass
 class Setup:
     """What a task's set-up gives finetune(): the trainer task (pipelines/train/loop.py's
-    TrainTask), the task's command (its head: models/heads.py), the config changes of a new
-    head, the training windows' length, the fingerprint of the training data (--resume
-    compares it) and what the model's config.json notes of the run."""
+    TrainTask), the config changes of a new head (the head itself is the task's
+    TaskSpec.architecture), the training windows' length, the fingerprint of the training data
+    (--resume compares it) and what the model's config.json notes of the run."""
 
-    command: str
     task: object
     config_changes: dict | None
     max_length: int
     fingerprint: str
     note: dict
-
-    @property
-    def class_name(self) -> str:
-        return architecture_of_task(self.command)
 
 
 def training_tokenizer(folder: Path, max_length: int | None, default: int):

@@ -22,14 +22,17 @@ OPTIONS = (
 
 
 def parse_labels(options: dict) -> dict:
-    """The command line's --labels or --labels-file as the runner's `labels`: a list of
-    (label, description) pairs (None: the model's trained head)."""
+    """The command line's --labels or --labels-file (or the API's labels=[label or (label,
+    description), ...]) as the runner's `labels`: a list of (label, description) pairs (None:
+    the model's trained head)."""
     options = dict(options)
     labels, labels_file = options.pop("labels", None), options.pop("labels_file", None)
     if labels and labels_file:
         raise UsageError("give --labels or --labels-file, not both")
-    if labels is not None:
+    if isinstance(labels, str):
         options["labels"] = [(x.strip(), "") for x in labels.split(",") if x.strip()]
+    elif labels is not None:
+        options["labels"] = [(x, "") if isinstance(x, str) else tuple(x) for x in labels]
     elif labels_file is not None:
         try:
             lines = Path(labels_file).read_text(encoding="utf-8").splitlines()
@@ -77,7 +80,10 @@ SPEC = TaskSpec(
     summary="Label documents: id, label, score, scores. With --labels, zero-shot (no trained head needed).",
     runner=lazy(__name__ + ".task", "runner"),
     global_policy="cls",
+    architecture="LongformerForSequenceClassification",
+    missing_head="Without a trained head, classify zero-shot with --labels 'label1,label2,...'",
     bare_encoder=zero_shot,  # the bundled base's embeddings against the labels': no head
+    zero_shot="classify --labels (zero-shot)",
     options=OPTIONS,
     parse=parse_labels,
     check=check,

@@ -34,6 +34,7 @@ from ...eval.metrics import classification_scores
 from ...infer.policies import check_policy
 from ...infer.tasks import Item, batch_tensors, model_inputs, predict_rows
 from ...io.readers import Document, iter_documents
+from ...job_defaults import JOB
 from ...io.semeval import find_ground_truth, is_articles_file, iter_articles, read_ground_truth
 from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ...wording import plural
@@ -56,7 +57,7 @@ class ClassifyExample:
         return len(self.item)
 
 
-def read_labelled(inputs: list[str], text_column: str = "text", label_column: str = "label",
+def read_labelled(inputs: list[str], text_column: str = JOB.text_column, label_column: str = "label",
                   id_column: str | None = None) -> tuple[list[LabelledDocument], list[str]]:
     """(documents, problems) from every input; see the module docstring for the formats."""
 
@@ -185,7 +186,7 @@ def check_labels(train: list[LabelledDocument], validation: list[LabelledDocumen
 
 
 def setup_classify(*, folder: Path, data: list[str], validation, validation_split: float, max_length, global_policy,
-                   seed: int, say, text_column: str = "text", label_column: str = "label", id_column: str | None = None,
+                   seed: int, say, text_column: str = JOB.text_column, label_column: str = "label", id_column: str | None = None,
                    class_weights: str = "auto", first_window_only: bool = False, **_) -> Setup:
     """classify: windows of up to the model's positions, validation stratified by label."""
     if class_weights not in ("auto", "none"):
@@ -213,5 +214,5 @@ def setup_classify(*, folder: Path, data: list[str], validation, validation_spli
         f"of up to {length} tokens; {plural(len(val), 'validation document')}")
     fingerprint = fingerprint_of([[d.id, d.label, len(d.text)] for d in train_docs] + [class_weights, first_window_only])
     note = {"labels": labels, "train_documents": counts["documents"], "validation_documents": len(val)}
-    return Setup("classify", trainer_task, {"id2label": dict(enumerate(labels))}, length, fingerprint, note)
+    return Setup(trainer_task, {"id2label": dict(enumerate(labels))}, length, fingerprint, note)
 

@@ -10,13 +10,23 @@ from typing import List
 
 from ...registry import Option, TaskSpec, TrainingDefaults, evaluation_in, lazy
 
-OPTIONS = (
-    Option("singletons", ("--singletons",), bool, False, "Also report entities mentioned once (chains of one mention)."),
-)
-EVALUATE_OPTIONS = (
-    Option("singletons", ("--singletons/--no-singletons",), bool, None,
-           "corefs: headline CoNLL F1 with (default) or without one-mention clusters; the JSON has both."),
-)
+# One flag for both commands: one-mention chains count only when asked for in `lfcli corefs`
+# (a reader wants characters, not every noun phrase), and count by default in `lfcli evaluate
+# corefs` (LitBank's headline scores them); None is each command's default.
+SINGLETONS = Option("singletons", ("--singletons/--no-singletons",), bool, None,
+                    "One-mention entities: `lfcli corefs` reports them with --singletons; `lfcli evaluate corefs` "
+                    "scores them unless --no-singletons (its JSON has both).")
+OPTIONS = (SINGLETONS,)
+EVALUATE_OPTIONS = (SINGLETONS,)
+
+
+def parse(options: dict) -> dict:
+    """The command line's values -> the runner's: no --singletons is none reported."""
+    return {**options, "singletons": bool(options.get("singletons"))}
+
+
+# The bundled trained models, one a tier (lfcli.models.bundled.TASK_MODELS).
+MODELS = ("minilm-l6-long-litbank-coref", "mpnet-base-long-litbank-coref")
 
 FINETUNE_OPTIONS = (
     Option("ids", ("--ids",), str, None, "Train only on the documents listed in this file (one id per line, e.g. "
@@ -40,7 +50,11 @@ SPEC = TaskSpec(
              "that cannot be one person; far-apart chains join by name)."),
     runner=lazy(__name__ + ".task", "runner"),
     global_policy="none",
+    architecture="LongformerForCoreference",
+    models=MODELS,
+    missing_head="Pass -m with a coreference checkpoint, or train one with `lfcli finetune corefs`",
     options=OPTIONS,
+    parse=parse,
     page=lazy("lfcli.pipelines.view.coref_page", "coref_page"),
     report=lazy(__name__ + ".cast", "CastReport"),
     row_fields=("chains",),

@@ -430,4 +430,4 @@ def setup_corefs(*, folder: Path, data: list[str], validation, validation_split:
     note = {"train_documents": counts["documents"], "validation_documents": len(val),
             "validation_ids": [d.id for d in val], "gap_training_rows": len(gap_docs),
             "gap_validation_rows": len(task.gap_validation)}
-    return Setup("corefs", task, {"extra": {**base.extra, "coref": coref_config}}, length, fingerprint, note)
+    return Setup(task, {"extra": {**base.extra, "coref": coref_config}}, length, fingerprint, note)

@@ -306,13 +306,14 @@ def done_line(result: dict, out: Path) -> str:
 
 # -- the run --------------------------------------------------------------------------------
 def pretrain_continue(
-    corpus: Seq[str] | str, model: str, output: str, config: PretrainConfig | None = None, *,
+    corpus: Seq[str] | str, model: str, output: str, config: PretrainConfig | dict | None = None, *,
     device: str = "cpu", attention_backend: str | None = None, resume: bool = False, force: bool = False,
     read: dict | None = None, progress: bool = False, log: Callable[[dict], None] | None = None,
 ) -> dict:
     """Continue masked-LM pretraining of `model` on the documents of `corpus`; the best model
     and the resume state go to the folder `output`, with the settings of `config` (default:
-    PretrainConfig()). See the module docstring.
+    PretrainConfig(); a dict: its fields, as `lfcli pretrain-continue` passes its options). See
+    the module docstring.
 
     `config.save_every` updates between evaluations and resume states (0 or None: at the end
     only); a run keeps one resume state and its best model. `config.freeze_embeddings`: the
@@ -329,7 +330,7 @@ def pretrain_continue(
     stderr when it is a terminal. Returns the run's summary: the trainer's, plus the MLM
     figures; "eval_loss_after" is the held-out loss of the model kept in OUTPUT/.
     """
-    config = config or PretrainConfig()
+    config = PretrainConfig(**config) if isinstance(config, dict) else config or PretrainConfig()
     loop = trainer_config(config)  # every option before anything is read or written
     config.check()
     folder = resolve_model(model)

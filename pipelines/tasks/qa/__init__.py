@@ -19,6 +19,12 @@ def check(options: dict) -> None:
         raise UsageError("--top-k must be at least 1")
 
 
+# How to give `lfcli qa` its questions, said when a job has none at all.
+NO_QUESTIONS = ("lfcli qa needs questions: pass -q/--question 'QUESTION' (asked of every document), or give "
+                "JSONL/Parquet records a 'question' field")
+# The bundled trained models, one a tier (lfcli.models.bundled.TASK_MODELS).
+MODELS = ("minilm-l6-long-squad", "mpnet-base-long-squad")
+
 NEGATIVES = 0.5
 TRAIN_MAX_LENGTH = 256  # training windows: SQuAD paragraphs mostly fit
 MAX_EVAL = 600  # validation questions an evaluation scores: CPU time
@@ -33,9 +39,13 @@ SPEC = TaskSpec(
     summary="Answer a question from each document: id, question, answer, start, end, score.",
     runner=lazy(__name__ + ".task", "runner"),
     global_policy="question",
+    architecture="LongformerForQuestionAnswering",
+    models=MODELS,
+    missing_head="Pass -m with a question-answering checkpoint, or train one with `lfcli finetune qa`",
     options=OPTIONS,
     check=check,
-    question=True,
+    pair="question",
+    pair_missing=NO_QUESTIONS,
     page=lazy("lfcli.pipelines.view.qa_page", "qa_page"),
     row_fields=("answer", "answers"),
     finetune=lazy(__name__ + ".train", "setup_qa"),

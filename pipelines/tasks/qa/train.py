@@ -394,6 +394,6 @@ def setup_qa(*, folder: Path, data: list[str], validation, validation_split: flo
     # windows gave F1 64 where 4096-token ones gave 38 (README, Quality).
     note = {"default_max_length": length, "train_questions": counts["questions"], "validation_questions": len(val),
             "validation_articles": sorted({r.article for r in val})}
-    return Setup("qa", task, None, length, fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives]),
+    return Setup(task, None, length, fingerprint_of([[r.id, len(r.context)] for r in train_records] + [negatives]),
                  note)
 
