@@ -149,6 +149,21 @@ def test_far_apart_chains_join_by_name_and_get_a_representative_name():
     assert merged.name_of([he]) is None
 
 
+def test_a_short_name_joins_through_the_longer_names_it_is_part_of():
+    """"Silver" is a part of "John Silver" and of "Long John Silver": the longer two join first,
+    so "Silver" then fits one entity, and the three are one chain."""
+    text = "Long John Silver came in. He sat.\n\nJohn Silver laughed.\n\nSilver left. He waved."
+    reader, at = reader_and_spans(text)
+    full = (at["Long"][0], at["Silver"][0])
+    middle = (at["John"][1], at["Silver"][1])
+    short = (at["Silver"][2],) * 2
+    he1, he2 = (at["He"][0],) * 2, (at["He"][1],) * 2
+    merged = DocumentEntities(reader)
+    merged.add_window([[full, he1], [middle], [short, he2]], (0, len(reader.offsets)))
+    chains = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+    assert chains == [["Long John Silver", "He", "John Silver", "Silver", "He"]]
+
+
 def test_titles_with_the_are_names_and_short_titles_read_as_titles():
     assert name("the squire") == Name(frozenset({"squire"}), None, None)
     assert name("Dr. Livesey").words == {"doctor", "livesey"}

@@ -49,6 +49,7 @@ def pronoun_kind(word: str) -> str | None:
 # with different forms ("Mrs. Bennet", "Miss Bennet") are two people.
 HONORIFICS = {
     "mr": ("mr", "m"), "mister": ("mr", "m"), "messrs": ("mr", "m"), "sir": (None, "m"), "lord": (None, "m"),
+    "master": (None, "m"),
     "mrs": ("mrs", "f"), "madam": ("mrs", "f"), "madame": ("mrs", "f"), "mme": ("mrs", "f"),
     "miss": ("miss", "f"), "mademoiselle": ("miss", "f"), "mlle": ("miss", "f"),
     "ms": (None, "f"), "lady": (None, "f"), "dame": (None, "f"),
@@ -70,7 +71,11 @@ _NOT_NAMES = frozenset(
     "father mother papa mama mamma ma'am uncle aunt".split()
 )
 # Words before a name that are not part of it ("the", "poor Alice", "old Teodor").
-_BEFORE_NAMES = frozenset("the poor old young little dear good".split())
+# And the words a sentence may open with before a name ("Even Silver laughed", "Then Alice
+# said"): capitalised there, they are no part of the name, and "Even Silver" and "John
+# Silver" would be two names that cannot be one man.
+_BEFORE_NAMES = frozenset("the poor old young little dear good even only then now oh well so but and yet "
+                          "here there perhaps still just all".split())
 # Small words that may sit inside a name ("Queen of Hearts", "Lady Catherine de Bourgh").
 _NAME_JOINERS = frozenset("of de du da van von la le the".split())
 # Titles a story calls one person by ("the squire", "the doctor", "Why, doctor"): a name; and the

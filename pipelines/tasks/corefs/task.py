@@ -16,6 +16,10 @@ the names after, entities.scene_breaks), no chain goes on but by name. Without t
 "he" at the top of a new story took the old story's last man, and every "he" after it with
 him; so a window holding a break is decoded again with each antecedent in its mention's
 scene, and the document's chains are cut at the breaks before they join.
+
+Where one story ends and another begins, in a file of several (stories.py: the words on the
+two sides of a paragraph start are unlike), no chain goes on at all, not even by name: two
+stories' narrators ("I") and two stories' Johns are four people.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
 from .entities import Mention, MentionReader, Name, Profile, scene_breaks
+from .stories import story_breaks
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 # Scene breaks: the tokens looked at on each side of a paragraph start, and the fewest
@@ -39,7 +44,8 @@ Span = tuple[int, int]  # a mention's first and last token (document positions)
 # no break inside an excerpt, none in Alice or Pride and Prejudice and 11 in Treasure Island.
 # Narrow spans break novels at every change of speaker (400 tokens: 117 in Treasure Island);
 # two names each side missed joins next to an excerpt with few people named.
-SCENE = (2000, 1)
+SCENE_WIDTH = 2000  # tokens each side of a paragraph start whose people are compared
+SCENE_NAMES = 1  # different names each side must hold
 
 
 class _Entity:
@@ -53,9 +59,10 @@ class _Entity:
 class DocumentEntities:
     """A document's entities, built window by window (see the module's notes)."""
 
-    def __init__(self, reader: MentionReader, rules: bool = True, breaks: list[int] = ()):
+    def __init__(self, reader: MentionReader, rules: bool = True, breaks: list[int] = (), stories: list[int] = ()):
         self.reader, self.rules = reader, rules
-        self.breaks = sorted(breaks)  # scene breaks (entities.scene_breaks): no chain crosses one
+        self.breaks = sorted(breaks)  # scene and story breaks: no chain crosses one but by name
+        self.stories = sorted(stories)  # story breaks (stories.py): no chain crosses one, not even by name
         self.entities: list[_Entity] = []
         self.previous: dict[Span, int] = {}  # the previous window's mentions -> entity
 
@@ -64,6 +71,8 @@ class DocumentEntities:
         if self.rules:
             for s in spans:
                 p.add(self.reader.mention(*s))
+            if self.stories:  # which stories it is in: a profile of two is compatible with none
+                p.scenes.update(bisect.bisect_right(self.stories, s[0]) for s in spans)
         return p
 
     def add_window(self, clusters: list[list[Span]], owned: tuple[int, int]) -> None:
@@ -101,8 +110,9 @@ class DocumentEntities:
 
     def link_names(self) -> list[list[Span]]:
         """The entities with those far apart joined by name: entities whose most frequent
-        name is the same, then an entity whose name is a part of exactly one other's
-        ("Teodor" -> "Teodor Varga"), each only when compatible. Mentions in text order."""
+        name is the same, then (the longer names first) an entity whose name is a part of
+        exactly one other's ("Teodor" -> "Teodor Varga"), each only when compatible. Mentions
+        in text order."""
         entities = [e for e in self.entities if e.mentions]
         for e in entities:
             e.mentions.sort()
@@ -130,10 +140,12 @@ class DocumentEntities:
             else:
                 _absorb(into, e)
         gone: set[int] = set()
-        for words, group in sorted(by_name.items(), key=lambda kv: len(kv[0])):
-            for e in group:  # a short name that fits exactly one longer one
+        # The longer names first ("John Silver" into "Long John Silver"), so that a short one
+        # ("Silver") then finds one entity, not one for each longer name it is a part of.
+        for words, group in sorted(by_name.items(), key=lambda kv: -len(kv[0])):
+            for e in group:  # a short name that fits exactly one longer one: one name, as in the first pass
                 fits = [o for longer, others in by_name.items() if words < longer
-                        for o in others if id(o) not in gone and o.profile.compatible(e.profile)]
+                        for o in others if id(o) not in gone and o.profile.compatible(e.profile, same_name=True)]
                 if len(fits) == 1:
                     _absorb(fits[0], e)
                     gone.add(id(e))
@@ -181,6 +193,10 @@ class CorefTask(Task):
     def __init__(self, tokenizer, policy, singletons: bool = False):
         super().__init__(tokenizer, policy)
         self.singletons = singletons
+        # The constraints (pronoun agreement, names, scene breaks) are the model's to switch off
+        # (its config's coref settings), for decoding a window and joining windows alike: read
+        # off the model by forward, which runs before finish (here and in training's predict_rows).
+        self.rules = True
 
     def prepare(self, doc_index, doc):
         if not doc.text.strip():  # a blank Document given to the API directly: no windows, no chains
@@ -193,10 +209,21 @@ class CorefTask(Task):
             item.extra["word_starts"], item.extra["word_ends"] = starts[s0:s1], ends[s0:s1]
             item.extra["paragraphs"] = paragraphs[s0:s1]
         prepared.extra["mentions"] = MentionReader(doc.text, prepared.encoded.offsets, pronouns)
-        prepared.extra["paragraph_starts"] = [t for t in range(1, len(paragraphs)) if paragraphs[t] != paragraphs[t - 1]]
+        starts = [t for t in range(1, len(paragraphs)) if paragraphs[t] != paragraphs[t - 1]]
+        prepared.extra["paragraph_starts"] = starts
+        stories = self.story_breaks(doc.text, prepared.encoded.offsets, starts)
+        prepared.extra["story_breaks"] = stories
         for item in prepared.items:
             item.extra["mentions"] = prepared.extra["mentions"]  # one reader per document, shared
+            s0, s1 = item.window.span
+            item.extra["story_breaks"] = [b for b in stories if s0 < b < s1]
         return prepared
+
+    @staticmethod
+    def story_breaks(text: str, offsets, starts: list[int]) -> list[int]:
+        """The paragraph starts (tokens) where one story ends and another begins (stories.py)."""
+        at_char = {offsets[t][0]: t for t in starts}
+        return [at_char[c] for c in story_breaks(text, sorted(at_char))]
 
     def mention_masks(self, items: list[Item], n: int) -> dict:
         """mention_mask, start_mask, end_mask (B, n) bool and segment_ids (B, n) for a batch
@@ -224,11 +251,11 @@ class CorefTask(Task):
         spans, valid, pair, mention_scores = model(**batch, **masks)
         spans, valid, pair, mention_scores = spans.cpu(), valid.cpu(), pair.float().cpu(), mention_scores.float().cpu()
         thresholds = getattr(model, "mention_threshold", 0.0), getattr(model, "link_threshold", 0.0)
-        rules = getattr(model, "pronoun_agreement", True)
+        self.rules = bool(getattr(model, "pronoun_agreement", True))
         out = []
         for b, item in enumerate(items):
             shift = item.window.span[0] - item.window.content_start  # window position -> document token
-            reader = item.extra.get("mentions") if rules else None
+            reader = item.extra.get("mentions") if self.rules else None
             profiles = _Profiles(reader, spans[b].tolist(), shift) if reader else None
             clusters = decode_clusters(spans[b], valid[b], pair[b], mention_scores[b], *thresholds, profiles=profiles)
             breaks = _window_breaks(reader, clusters, item, shift) if reader else []
@@ -240,9 +267,9 @@ class CorefTask(Task):
 
     def finish(self, doc, prepared, results):
         reader = prepared.extra.get("mentions") or MentionReader(doc.text, prepared.encoded.offsets, {})
-        rules = bool(prepared.extra.get("mentions"))
-        breaks = self.scene_breaks(reader, prepared, results) if rules else []
-        entities = DocumentEntities(reader, rules=rules, breaks=breaks)
+        stories = prepared.extra.get("story_breaks", []) if self.rules else []
+        breaks = sorted({*self.scene_breaks(reader, prepared, results), *stories}) if self.rules else []
+        entities = DocumentEntities(reader, rules=self.rules, breaks=breaks, stories=stories)
         for item, clusters in zip(prepared.items, results):
             entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
@@ -263,7 +290,7 @@ class CorefTask(Task):
         named = {}
         for item, clusters in zip(prepared.items, results):
             named.update(named_people(reader, clusters, item.owned))
-        return scene_breaks(sorted(named.items()), prepared.extra.get("paragraph_starts", []), *SCENE)
+        return scene_breaks(sorted(named.items()), prepared.extra.get("paragraph_starts", []), width=SCENE_WIDTH, least=SCENE_NAMES)
 
     def schema(self):
         mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
@@ -293,7 +320,9 @@ def _window_breaks(reader: MentionReader, clusters: list[list[Span]], item: Item
         return []
     s0 = item.window.span[0]
     starts = [s0 + k for k in range(1, len(paragraphs)) if paragraphs[k] != paragraphs[k - 1]]
-    return scene_breaks(sorted(named_people(reader, clusters, shift=shift).items()), starts, *SCENE)
+    scenes = scene_breaks(sorted(named_people(reader, clusters, shift=shift).items()), starts, width=SCENE_WIDTH,
+                          least=SCENE_NAMES)
+    return sorted({*scenes, *item.extra.get("story_breaks", ())})
 
 
 class _Profiles:
