@@ -201,6 +201,17 @@ def test_pronoun_kinds_and_the_words_that_are_pronouns(coref_dir):
     assert all(starts[s] and ends[e] for s, e in pronouns)
 
 
+def test_words_read_in_stretches_equal_words_read_whole(coref_dir):
+    """A long text's words are read in the stretches its tokens were (no book-sized tokenizer
+    output): the same starts, ends and pronouns as one reading of the whole text."""
+    text = "\n\n".join(f"She gave him {k} books; they read it.\nHe smiled at her." for k in range(60))
+    small = DocumentTokenizer(DocumentTokenizer.from_folder(coref_dir, 64).tokenizer, 64, stretch_chars=200)
+    parts = small.parts(text)
+    assert len(parts) > 10 and parts[0][0] == 0 and parts[-1][1] == len(text)
+    n = len(small.encode(text).ids)
+    assert words_of(small.tokenizer, text, n, parts) == words_of(small.tokenizer, text, n)
+
+
 def test_decoded_chains_never_mix_pronoun_kinds(coref_dir):
     """A real (random) model that links every mention to its best antecedent: without the
     rule its chains mix "he" and "she"; with it (the default) no chain does."""

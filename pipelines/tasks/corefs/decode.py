@@ -20,26 +20,35 @@ import torch
 from .entities import Profile, pronoun_kind
 
 
-def words_of(tokenizer, text: str, n: int) -> tuple[list[bool], list[bool], dict[tuple[int, int], str]]:
+def words_of(tokenizer, text: str, n: int, parts: list[tuple[int, int]] | None = None
+             ) -> tuple[bytearray, bytearray, dict[tuple[int, int], str]]:
     """(starts, ends, pronouns) of a text's n tokens: whether each token is the first / last
     sub-word of a word, as the tokenizer's pre-tokenizer splits words (white space and
     punctuation: in "Elizabeth's", "Elizabeth" is a word), and {(first, last token): kind} of
     the words that are personal pronouns. Mentions start and end on word boundaries, so only
-    those tokens are candidates (a third fewer spans, none cutting a word)."""
-    encoding = tokenizer.encode(text, add_special_tokens=False)
-    word_ids, offsets = encoding.word_ids, encoding.offsets  # each a new list per access: read once
-    if len(word_ids) != n:  # cannot happen with one tokenizer; every token is then a candidate
-        return [True] * n, [True] * n, {}
-    starts = [i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids)]
-    ends = [i == n - 1 or w is None or w != word_ids[i + 1] for i, w in enumerate(word_ids)]
-    pronouns, first = {}, 0
-    for i in range(n):
-        if starts[i]:
-            first = i
-        if ends[i] and word_ids[i] is not None:
-            kind = pronoun_kind(text[offsets[first][0]:offsets[i][1]])
-            if kind is not None:
-                pronouns[(first, i)] = kind
+    those tokens are candidates (a third fewer spans, none cutting a word).
+
+    `parts`: the [start, end) character stretches the document's tokens were encoded in
+    (infer.tokenize.stretches, for a long text), read one by one as they were, so a book is
+    never held as one tokenizer output (its offsets alone are ~100 bytes a token)."""
+    starts, ends = bytearray(), bytearray()  # 1 or 0 a token: a byte each, not a list entry
+    pronouns: dict[tuple[int, int], str] = {}
+    for lo, hi in parts or [(0, len(text))]:
+        encoding = tokenizer.encode(text[lo:hi], add_special_tokens=False)
+        word_ids, offsets = encoding.word_ids, encoding.offsets  # each a new list per access: read once
+        shift, m = len(starts), len(word_ids)
+        starts.extend(i == 0 or w is None or w != word_ids[i - 1] for i, w in enumerate(word_ids))
+        ends.extend(i == m - 1 or w is None or w != word_ids[i + 1] for i, w in enumerate(word_ids))
+        first = 0
+        for i in range(m):
+            if starts[shift + i]:
+                first = i
+            if ends[shift + i] and word_ids[i] is not None:
+                kind = pronoun_kind(text[lo + offsets[first][0]:lo + offsets[i][1]])
+                if kind is not None:
+                    pronouns[(shift + first, shift + i)] = kind
+    if len(starts) != n:  # cannot happen with one tokenizer; every token is then a candidate
+        return bytearray(b"\x01") * n, bytearray(b"\x01") * n, {}
     return starts, ends, pronouns
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from array import array
 from collections import Counter
 
 STORY_WIDTH = 1000  # words looked at on each side of a paragraph start
@@ -55,10 +56,40 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z'\u2019]*|[.!?\"\u201c\u201d]")
 _SENTENCE_END = frozenset('.!?"\u201c\u201d')
 
 
-def words_of(text: str) -> list[tuple[int, str, bool]]:
-    """(character offset, the word in lower case, whether it is capitalised in mid-sentence)
-    for every word of `text`."""
-    out = []
+class Words:
+    """A text's words, compactly (a book's million words in a few MB, not as a million
+    tuples): each word's character offset, its number in `vocabulary` (lower case), whether it
+    is a content word (not a stop word, three letters or more) and whether it is capitalised
+    in mid-sentence. `words[k]` is (offset, word, capitalised)."""
+
+    def __init__(self):
+        self.starts, self.ids = array("i"), array("i")
+        self.content, self.capital = bytearray(), bytearray()
+        self.vocabulary: list[str] = []
+        self._number: dict[str, int] = {}
+
+    def add(self, start: int, word: str, capital: bool) -> None:
+        number = self._number.setdefault(word, len(self.vocabulary))
+        if number == len(self.vocabulary):
+            self.vocabulary.append(word)
+        self.starts.append(start)
+        self.ids.append(number)
+        self.content.append(word not in STOP_WORDS and len(word) > 2)
+        self.capital.append(capital)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        return self.starts[k], self.vocabulary[self.ids[k]], bool(self.capital[k])
+
+
+def words_of(text: str) -> Words:
+    """Every word of `text`: its offset, the word in lower case, whether it is capitalised in
+    mid-sentence (see Words)."""
+    out = Words()
     sentence_start = True
     for m in _TOKEN.finditer(text):
         token = m.group()
@@ -67,7 +98,7 @@ def words_of(text: str) -> list[tuple[int, str, bool]]:
             continue
         lower = token.lower()
         capital = token[0].isupper() and not sentence_start and not token.isupper() and lower not in COMMON_CAPITALS
-        out.append((m.start(), lower, capital))
+        out.add(m.start(), lower, capital)
         sentence_start = False
     return out
 
@@ -82,7 +113,7 @@ class _Sides:
         self.norm2 = [0, 0]
         self.shared = 0
 
-    def move(self, word: str, side: int, step: int) -> None:
+    def move(self, word: int, side: int, step: int) -> None:
         """Add (`step` 1) or remove (-1) one `word` on `side` (0 before, 1 after)."""
         mine, other = self.side[side], self.side[1 - side]
         had = mine[word]
@@ -99,17 +130,17 @@ class _Sides:
         return self.dot / norm if norm else 1.0
 
 
-def side_likeness(words: list[tuple[int, str, bool]], at: list[int], width: int = STORY_WIDTH) -> list:
+def side_likeness(words: Words, at: list[int], width: int = STORY_WIDTH) -> list:
     """For each word index in `at` (ascending): (content-word cosine of the `width` words
     before and after, capitalised words both sides share), or None near an end of the text."""
     content, capitals = _Sides(), _Sides()
     before_lo = before_hi = after_hi = 0  # before: words[before_lo:before_hi], after: [before_hi:after_hi]
 
     def move(k: int, side: int, step: int) -> None:
-        _, word, capital = words[k]
-        if word not in STOP_WORDS and len(word) > 2:
+        word = words.ids[k]
+        if words.content[k]:
             content.move(word, side, step)
-        if capital:
+        if words.capital[k]:
             capitals.move(word, side, step)
 
     out = []
@@ -143,8 +174,7 @@ def story_breaks(text: str, candidates: list[int]) -> list[int]:
     if not candidates:
         return []
     words = words_of(text)
-    starts = [c for c, _, _ in words]
-    at = [bisect.bisect_left(starts, c) for c in candidates]
+    at = [bisect.bisect_left(words.starts, c) for c in candidates]
     found, run = [], []  # run: (cosine, candidate) of flagged candidates close together
     last = None  # the word index of the run's last candidate
     for candidate, i, seen in zip(candidates, at, side_likeness(words, at)):

@@ -202,7 +202,8 @@ class CorefTask(Task):
         if not doc.text.strip():  # a blank Document given to the API directly: no windows, no chains
             return Prepared(self.tok.encode(""), [], {"mentions": MentionReader("", [], {})})
         prepared = super().prepare(doc_index, doc)
-        starts, ends, pronouns = words_of(self.tok.tokenizer, doc.text, len(prepared.encoded.ids))
+        starts, ends, pronouns = words_of(self.tok.tokenizer, doc.text, len(prepared.encoded.ids),
+                                          self.tok.parts(doc.text))
         paragraphs = paragraph_ids(doc.text, prepared.encoded.offsets)
         for item in prepared.items:
             s0, s1 = item.window.span
