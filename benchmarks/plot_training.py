@@ -81,11 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--metric", help="the eval field to plot (default: the task's score, the one that chose the kept "
                    "model; bits per token for pretraining)")
     p.add_argument("--title", help="a title over both panels")
-    p.add_argument("--quick", action="store_true", help="the same (it takes seconds); for run_all.py --quick")
+    p.add_argument("--quick", action="store_true", help="the same curves drawn into benchmarks/out/ (a smoke "
+                   "test for run_all.py --quick: the committed plots stay as they are)")
     args = p.parse_args(argv)
     if args.metrics is None:
         for metrics, out, title in BUNDLED_CURVES:
-            plot(metrics, out, args.metric, title)
+            plot(metrics, ROOT / "benchmarks" / "out" / out.name if args.quick else out, args.metric, title)
         return 0
     if not args.metrics.is_file():
         p.error(f"{args.metrics}: no such file")
