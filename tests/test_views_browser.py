@@ -38,6 +38,14 @@ def open_page(browser, path: Path, page: str) -> None:
     browser.get(path.resolve().as_uri())
 
 
+def wait_for(browser, condition: str, seconds: float = 10) -> None:
+    """Until the page's JavaScript `condition` holds: a page paints its text's sections as
+    they come into view, after the load event `browser.get` waits for."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, seconds).until(lambda b: b.execute_script(f"return Boolean({condition})"))
+
+
 def requests_made(browser) -> list[str]:
     return browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
 
@@ -64,6 +72,7 @@ def test_a_chain_has_one_colour_and_a_click_highlights_it_alone(browser, tmp_pat
 
     text = "Anna opened her box 😀. She said it was empty.\r\n" + EVIL + "\n\nAnna left; she took it."
     open_page(browser, tmp_path / "story.html", render("corefs", story_rows(text), {"story.txt": text}))
+    wait_for(browser, "document.querySelector('.m.c1')")
     colours = browser.execute_script("""
         const bg = el => getComputedStyle(el).backgroundColor;
         return [0, 1].map(c => Array.from(document.querySelectorAll('.m.c' + c)).map(
@@ -95,6 +104,7 @@ def test_chains_side_by_side_look_different_past_the_palette(browser, tmp_path):
     text = " ".join(words) + "\n\n" + " ".join(["W0 W24 W48"] * 5) + "\n\n" + " ".join(reversed(words))
     rows = [{"id": "d", "chains": [{"name": w, "mentions": spans(text, rf"\b{w}\b")} for w in words]}]
     open_page(browser, tmp_path / "many.html", render("corefs", rows, {"d": text}))
+    wait_for(browser, "document.querySelectorAll('.m').length >= 135")
     seen = browser.execute_script("""
         const look = el => { const s = getComputedStyle(el); return s.backgroundColor + ' ' + s.borderBottomStyle; };
         return Array.from(document.querySelectorAll('.m')).map(el => [el.textContent, look(el)]);""")
