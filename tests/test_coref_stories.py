@@ -15,7 +15,7 @@ from lfcli.pipelines.tasks.corefs import stories
 from lfcli.pipelines.tasks.corefs.entities import MentionReader
 from lfcli.pipelines.tasks.corefs.task import DocumentEntities
 from lfcli.pipelines.tasks.corefs.stories import (
-    no_shared_capitals, side_likeness, story_breaks, unlike_words, words_of,
+    no_shared_capitals, side_likeness, story_breaks, unlike_words, story_words,
 )
 
 
@@ -63,7 +63,7 @@ def _paragraph_starts(text: str) -> list[int]:
 
 def test_the_sliding_sides_equal_a_fresh_count():
     text, _ = _two_stories()
-    words = words_of(text)
+    words = story_words(text)
     at = sorted({0, 3, 250, 251, 400, 900, 901, 1500, len(words) - 300, len(words) - 1})
     width = 300
     for i, got in zip(at, side_likeness(words, at, width)):
@@ -75,7 +75,7 @@ def test_the_sliding_sides_equal_a_fresh_count():
 
 
 def test_words_know_capitals_in_mid_sentence_only():
-    words = words_of('The ship came. "Teodor," said Miklos to the Keeper. I saw Ilka and MR BROWN.')
+    words = story_words('The ship came. "Teodor," said Miklos to the Keeper. I saw Ilka and MR BROWN.')
     assert [w for _, w, cap in words if cap] == ["miklos", "keeper", "ilka"]
 
 

@@ -86,7 +86,7 @@ class Words:
         return self.starts[k], self.vocabulary[self.ids[k]], bool(self.capital[k])
 
 
-def words_of(text: str) -> Words:
+def story_words(text: str) -> Words:
     """Every word of `text`: its offset, the word in lower case, whether it is capitalised in
     mid-sentence (see Words)."""
     out = Words()
@@ -173,7 +173,7 @@ def story_breaks(text: str, candidates: list[int]) -> list[int]:
     and another begins (see the module's notes)."""
     if not candidates:
         return []
-    words = words_of(text)
+    words = story_words(text)
     at = [bisect.bisect_left(words.starts, c) for c in candidates]
     found, run = [], []  # run: (cosine, candidate) of flagged candidates close together
     last = None  # the word index of the run's last candidate

@@ -14,6 +14,7 @@ import itertools
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -63,7 +64,7 @@ class SpanRules:
     starts: list[bool]
     ends: list[bool]
     depth: list[list[int]]  # len(_BRACKETS) rows of opens - closes, then one row of quote counts
-    paragraphs: list[int]  # each token's paragraph (paragraph_ids)
+    paragraphs: Sequence[int]  # each token's paragraph (paragraph_ids: an int32 array)
 
     def window(self, s0: int, s1: int) -> "SpanRules":
         return SpanRules(self.starts[s0:s1], self.ends[s0:s1], [row[s0: s1 + 1] for row in self.depth],
