@@ -13,7 +13,8 @@ book) show apart. Per novel:
                          main character: always an error
   cohesion               for each character named 10 or more times, the share of its named
                          mentions in its own biggest chain; the mean over those characters
-                         (macro) and over their mentions (micro)
+                         (macro) and over their mentions (micro), and the lowest (min; the
+                         JSON has each character's)
   seconds                the whole `lfcli corefs` process
 
     python benchmarks/coref_books.py                      # the bundled model, three novels
@@ -86,6 +87,8 @@ def book_figures(chains_per_doc: list[list[list[dict]]], characters: dict[str, l
         "mentions": mentions, "chains": chains, "biggest": biggest, "named": named,
         "conflated": conflated / max(named, 1), "characters_named_10": len(frequent),
         "cohesion_macro": sum(cohesions) / max(len(cohesions), 1),
+        "cohesion_min": min(cohesions, default=0.0),
+        "cohesion_each": {n: round(max(c.values()) / sum(c.values()), 3) for n, c in sorted(frequent.items())},
         "cohesion_micro": sum(max(c.values()) for c in frequent.values()) / max(sum(sum(c.values()) for c in frequent.values()), 1),
     }
 
@@ -129,7 +132,7 @@ def main(argv=None) -> dict:
             whole.update(seconds=seconds, kb=len(text.encode()) / 1000)
             entry = results["books"][book] = {"whole": whole}
             rows.append([book[:28], "whole", f"{whole['kb']:.0f}", whole["mentions"], whole["chains"], f"{whole['biggest']:.0%}",
-                         f"{whole['conflated']:.1%}", f"{whole['cohesion_macro']:.0%} / {whole['cohesion_micro']:.0%}",
+                         f"{whole['conflated']:.1%}", f"{whole['cohesion_macro']:.0%} / {whole['cohesion_micro']:.0%} / {whole['cohesion_min']:.0%}",
                          f"{seconds:.0f}"])
             if args.no_pieces:
                 continue
@@ -140,9 +143,9 @@ def main(argv=None) -> dict:
             part = entry["pieces"] = book_figures([[c["mentions"] for c in r.get("chains") or []] for r in piece_rows], listed[book])
             part["seconds"] = seconds
             rows.append(["", f"{len(piece_rows)} pieces", "", part["mentions"], part["chains"], f"{part['biggest']:.0%}",
-                         f"{part['conflated']:.1%}", f"{part['cohesion_macro']:.0%} / {part['cohesion_micro']:.0%}",
+                         f"{part['conflated']:.1%}", f"{part['cohesion_macro']:.0%} / {part['cohesion_micro']:.0%} / {part['cohesion_min']:.0%}",
                          f"{seconds:.0f}"])
-    common.print_table(["novel", "as", "KB", "mentions", "chains", "biggest", "conflated", "cohesion macro / micro", "s"], rows)
+    common.print_table(["novel", "as", "KB", "mentions", "chains", "biggest", "conflated", "cohesion macro / micro / min", "s"], rows)
     common.write_json(args.json, results)
     return results
 

@@ -2,7 +2,7 @@
 
 LitBank's quotations (../shared/data/litbank/quotations: each quote's span and speaker, over the
 tokenized first ~2k words of 90 novels) are placed on the novels' own text (litbank/original,
-token by token in order), and the quotes lfcli finds there (entities.quote_spans: the ranges
+token by token in order), and the quotes lfcli finds there (quotes.quote_spans: the ranges
 `lfcli corefs` treats as speech, where "I" is the speaker and "you" the one addressed) are
 compared with them. A gold quote is found when a found one overlaps it; a found one is right
 when it overlaps a gold one (LitBank annotates speech, not scare quotes or titles, so those
@@ -62,7 +62,7 @@ def _overlap(a, b) -> bool:
 
 
 def score_document(doc: str, data: Path) -> dict:
-    from lfcli.pipelines.tasks.corefs.entities import quote_spans  # lazy: after the argument checks
+    from lfcli.pipelines.tasks.corefs.quotes import quote_spans  # lazy: after the argument checks
 
     tokens = data / "quotations" / f"{doc}_brat.txt"
     text = (data / "original" / f"{doc}.txt").read_text(encoding="utf-8")

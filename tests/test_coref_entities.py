@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from lfcli.pipelines.tasks.corefs.entities import (
-    Mention, MentionReader, Name, Profile, genders_agree, names_compatible, pronouns_agree, proper_name, quote_spans,
+    Mention, MentionReader, Name, NameForms, Profile, genders_agree, names_compatible, pronouns_agree, proper_name,
     scene_breaks, speaker_and_narrated_agree, speakers_differ,
 )
+from lfcli.pipelines.tasks.corefs.quotes import is_vocative, quote_spans
 from lfcli.pipelines.tasks.corefs.task import DocumentEntities
 
 
@@ -293,3 +294,69 @@ def test_only_peoples_names_tell_the_cast():
     named = named_people(reader, [england, teodor])
     assert {k: sorted(v.words) for k, v in named.items()} == {at["Teodor"][0]: ["teodor"]}
     assert named_people(reader, [england, teodor], owned=(at["He"][0], 99)) == {}
+
+
+@pytest.mark.parametrize("text, who, vocative", [
+    ("\u201cLizzy, you must go.\u201d", "Lizzy", True),
+    ("\u201cThat will not do for Darcy, Caroline,\u201d cried her brother.", "Caroline", True),
+    ("\u201cMuch more rational, my dear Caroline, I dare say.\u201d", "Caroline", True),
+    ("\u201cOh, Jane!\u201d", "Jane", True),
+    ("\u201cCome here, Jim.\u201d", "Jim", True),
+    ("\u201cJane is ill.\u201d", "Jane", False),
+    ("\u201cJane, who is ill, stays.\u201d", "Jane", False),
+    ("\u201cI saw Jim.\u201d", "Jim", False),
+    ("\u201cI will buy it if Darcy will sell it.\u201d", "Darcy", False),
+])
+def test_a_name_set_off_by_commas_in_a_quote_is_the_person_addressed(text, who, vocative):
+    (quote,) = quote_spans(text)
+    start = text.index(who)
+    assert is_vocative(text, start, start + len(who), quote) is vocative
+
+
+def test_a_vocative_name_never_joins_the_speakers_i():
+    """Charles says "I" and names his sister in one quote: "Caroline" is the person addressed
+    (person 2), so she and his "I" cannot be one chain."""
+    text = "\u201cUpon my word, Caroline, I should think it possible,\u201d said Charles."
+    reader, at = reader_and_spans(text)
+    caroline, i = reader.mention(at["Caroline"][0], at["Caroline"][0]), reader.mention(at["I"][0], at["I"][0])
+    assert caroline.person == 2 and caroline.quote == i.quote == 0
+    assert not Profile.of(caroline).compatible(Profile.of(i))
+    said = reader.mention(at["Charles"][0], at["Charles"][0])
+    assert said.person is None  # outside the quote: a name like any other
+
+
+def test_a_book_gives_its_names_gender_and_form_of_address():
+    text = ("Mr. Bennet and Mrs. Bennet had daughters: Miss Elizabeth and Miss Lizzy were one. Sir William Lucas "
+            "called; Miss Lucas came. Colonel Forster and Mrs. Forster came. Lady Catherine wrote.")
+    forms = NameForms(text)
+    assert forms.apply(name("Lizzy"), "Lizzy") == Name(frozenset({"lizzy"}), "miss", "f")
+    assert forms.apply(name("Elizabeth Bennet"), "Elizabeth Bennet").address == "miss"
+    assert forms.apply(name("Catherine"), "Catherine") == Name(frozenset({"catherine"}), None, "f")
+    for man in ("Bennet", "Lucas"):  # after Mr. or Sir William: alone, a man's surname
+        assert forms.apply(name(man), man).gender == "m"
+    for unknown in ("Forster", "Teodor"):  # a colonel's name too, or never after an honorific
+        assert forms.apply(name(unknown), unknown) == name(unknown)
+    assert forms.apply(name("Mrs. Bennet"), "Mrs. Bennet") == name("Mrs. Bennet")  # its own honorific rules
+    # "Elizabeth Bennet", a Miss, is not "Mrs. Bennet", though her surname is
+    reader, at = reader_and_spans(text + " Elizabeth Bennet smiled.")
+    eb = reader.mention(at["Elizabeth"][1], at["Bennet"][2])
+    assert reader.text_of(at["Elizabeth"][1], at["Bennet"][2]) == "Elizabeth Bennet"
+    assert not names_compatible(eb.name, name("Mrs. Bennet"))
+
+
+def test_a_chain_that_cannot_join_its_names_entity_gives_it_the_name():
+    """A window chain holds "Mr. Darcy" beside a "they" (a wrong link): it cannot be one with
+    Darcy's entity, but its "Mr. Darcy" goes there; the "they" stays apart."""
+    text = "Mr. Darcy came. He sat. Darcy left.\n\nMr. Darcy and they left. They waved."
+    reader, at = reader_and_spans(text)
+    darcy1, darcy2 = (at["Mr."][0], at["Darcy"][0]), (at["Darcy"][1],) * 2
+    darcy3 = (at["Mr."][1], at["Darcy"][2])
+    he, they1, they2 = (at["He"][0],) * 2, (at["they"][0],) * 2, (at["They"][0],) * 2
+    merged = DocumentEntities(reader)
+    merged.add_window([[darcy1, he, darcy2], [darcy3, they1, they2]], (0, len(reader.offsets)))
+    chains = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+    assert chains == [["Mr. Darcy", "He", "Darcy", "Mr. Darcy"], ["they", "They"]]
+    plain = DocumentEntities(reader, rules=False)
+    plain.add_window([[darcy1, he, darcy2], [darcy3, they1, they2]], (0, len(reader.offsets)))
+    assert len(plain.link_names()) == 2 and ["Mr. Darcy", "they", "They"] in [
+        [reader.text_of(*m) for m in c] for c in plain.link_names()]

@@ -24,9 +24,11 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from .quotes import is_vocative, quote_spans
+
 
 # Personal pronouns by kind (person, number, gender). The kind of a one-word mention, as written
-# in lower case or capitalised ("US" the country is not "us").
+# in lower case, capitalised or in capitals ("US" the country is not "us").
 PRONOUN_KINDS = {
     "he": "he him his himself",
     "she": "she her hers herself",
@@ -41,9 +43,16 @@ _KIND_OF_WORD = {word: kind for kind, words in PRONOUN_KINDS.items() for word in
 def pronoun_kind(word: str) -> str | None:
     """The kind of a personal pronoun ("he", "she", "it", "they", "i", "we"), else None."""
     lower = word.lower()
-    if word not in (lower, lower.capitalize()):
-        return None
+    if word not in (lower, lower.capitalize()) and not (word.isupper() and lower != "us"):
+        return None  # "US" the country; but "WE" and "HE" set in capitals for stress are pronouns
     return _KIND_OF_WORD.get(lower)
+
+
+def is_nominal(text: str) -> bool:
+    """Whether a mention that is no name or pronoun can title a chain: a short noun phrase ("the
+    captain", "my mother"), not a span that opens with a pronoun ("I found I") or runs long."""
+    words = text.split()
+    return 0 < len(words) <= 5 and not pronoun_kind(words[0]) and words[0].lower() not in SECOND_PERSON
 
 # Honorifics: (the form of address, which says married or not, and the gender). Two names
 # with different forms ("Mrs. Bennet", "Miss Bennet") are two people.
@@ -87,8 +96,13 @@ TITLES = frozenset(
 _SHORT_TITLES = {"dr": "doctor", "capt": "captain", "col": "colonel", "gen": "general", "prof": "professor",
                  "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
 _WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
-_NOT_IN_NAMES = re.compile(r"[,;:!?()\"\u201c\u201d\u2014]")
-_AFTER_MR = re.compile(r"\b(?:Mr|Mister)\.?\s+([A-Z][\w'-]*)")
+_NOT_IN_NAMES = re.compile(r"[,;:!?()\"\u201c\u201d\u2014]|--")  # "--": a dash in plain-text books ("Jane--from")
+# A man's honorific and the one or two capitalised words after it ("Sir William Lucas"); a
+# woman's honorific and the word after it ("Miss Elizabeth Bennet": "Elizabeth").
+_AFTER_MAN = re.compile(r"\b(?:Mr|Mister|Sir|Lord|Master)\.?\s+([A-Z][\w'\u2019-]*)(?:[ \t]+([A-Z][\w'\u2019-]*))?")
+_AFTER_TITLE = re.compile(r"\b(?:%s)\.?\s+([A-Z][\w'\u2019-]*)" % "|".join(sorted(TITLES | {t.capitalize() for t in TITLES}
+                                                                                | {t.capitalize() for t in _SHORT_TITLES})))
+_AFTER_WOMAN = re.compile(r"\b(Mrs|Miss|Madam|Madame|Mme|Mlle|Ms|Lady)\.?\s+([A-Z][\w'\u2019-]*)")
 
 
 class Name(NamedTuple):
@@ -107,10 +121,7 @@ def proper_name(text: str) -> Name | None:
     (a title: see TITLES); "the old man" -> None."""
     if _NOT_IN_NAMES.search(text):  # "Darcy, Caroline" is two names, not one
         return None
-    words = _WORD.findall(text.replace("\u2019", "'"))
-    words = [w[:-2] if w.lower().endswith("'s") else w.rstrip(".") for w in words]
-    while words[:-1] and words[0].lower() in _BEFORE_NAMES:
-        words = words[1:]
+    words = _name_words(text)
     if not words or len(words) > 5 or any(w.lower() in ("and", "or") for w in words):
         return None
     if len(words) == 1 and words[0].lower() in TITLES:  # "the squire", or "squire" said to him
@@ -133,6 +144,56 @@ def proper_name(text: str) -> Name | None:
     lower = [w.lower() for w in words]
     head = lower[lower.index("of") - 1] if "of" in lower[1:] else kept[-1]  # "Queen of Hearts": Queen
     return Name(frozenset(kept), address, gender or _NOUN_GENDER.get(head))
+
+
+def _name_words(text: str) -> list[str]:
+    """A name's words as written: no possessive 's, no trailing dot, no "poor" or "Then" before it."""
+    words = _WORD.findall(text.replace("\u2019", "'"))
+    words = [w[:-2] if w.lower().endswith("'s") else w.rstrip(".") for w in words]
+    while words[:-1] and words[0].lower() in _BEFORE_NAMES:
+        words = words[1:]
+    return words
+
+
+def given_name(text: str) -> str | None:
+    """The first word of a name past its honorific, lower case ("Miss Elizabeth Bennet" ->
+    "elizabeth"): the word a book's forms of address are learned for (NameForms)."""
+    return next((w.lower() for w in _name_words(text) if w.lower() not in HONORIFICS), None)
+
+
+class NameForms:
+    """How a book addresses the people its names' words belong to, read from the words right
+    after an honorific: "Mr. Darcy" makes "Darcy" alone a man's name (a novel calls the man
+    "Darcy" and his sister "Miss Darcy", never "Darcy"), and a word only ever after a woman's
+    honorific ("Miss Lizzy", "Miss Elizabeth", "Lady Catherine") is a woman's, with the form of
+    address ("miss", "mrs") when the book uses one only. So "Lizzy" cannot be "he", and
+    "Elizabeth Bennet", a Miss, is not "Mrs. Bennet"."""
+
+    def __init__(self, text: str):
+        self.men = {_plain(m.group(k)) for m in _AFTER_MAN.finditer(text) for k in (1, 2) if m.group(k)}
+        forms: dict[str, set] = {}
+        for m in _AFTER_WOMAN.finditer(text):
+            forms.setdefault(_plain(m.group(2)), set()).add(HONORIFICS[m.group(1).lower()][0])
+        titled = {_plain(m.group(1)) for m in _AFTER_TITLE.finditer(text)}  # "Colonel Forster", beside "Mrs. Forster"
+        self.women = {w: (next(iter(f)) if len(f) == 1 else None) for w, f in forms.items() if w not in self.men | titled}
+
+    def apply(self, name: Name, text: str) -> Name:
+        """`name` (read from the mention `text`) with the gender and address the book gives its
+        words, where the name itself says none."""
+        if name.address or name.gender:
+            return name
+        if len(name.words) == 1 and name.words <= self.men:
+            return name._replace(gender="m")
+        given = given_name(text)
+        if given in self.women:
+            return name._replace(address=self.women[given], gender="f")
+        return name
+
+
+def _plain(word: str) -> str:
+    """A word after an honorific as a name's word: lower case, no possessive, nothing past a dash."""
+    word = word.split("--")[0].lower().replace("\u2019", "'")
+    return word[:-2] if word.endswith("'s") else word
 
 
 def names_compatible(a: Name, b: Name, bridges=()) -> bool:
@@ -249,45 +310,6 @@ class Profile:
         )
 
 
-_OPEN_CLOSE = {"\u201c": "\u201d", "\u2018": "\u2019", '"': '"', "'": "'"}
-_QUOTE_MARKS = frozenset(_OPEN_CLOSE) | frozenset(_OPEN_CLOSE.values())
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-
-
-def quote_spans(text: str) -> list[tuple[int, int]]:
-    """The character ranges of quoted speech, in order: between “ and ”, ‘ and ’, or straight
-    quotes; a straight or curly single quote opens only after a space or a paragraph start
-    and closes only before one or before punctuation (so "Alice's" and "don't" are not
-    quotes); a paragraph break closes any open quote (speech that goes on in the next
-    paragraph reopens there)."""
-    spans: list[tuple[int, int]] = []
-    breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)] + [len(text)]
-    start = 0
-    for end in breaks:
-        _quotes_in(text, start, end, spans)
-        start = end
-    return spans
-
-
-def _quotes_in(text: str, lo: int, hi: int, spans: list) -> None:
-    opened: tuple[int, str] | None = None
-    for i in range(lo, hi):
-        c = text[i]
-        if c not in _QUOTE_MARKS:
-            continue
-        before = text[i - 1] if i > lo else " "
-        after = text[i + 1] if i + 1 < hi else " "
-        if opened is None:
-            single = c in "'\u2018"
-            if c in _OPEN_CLOSE and (not single or (not before.isalnum() and after.isalpha())):
-                opened = (i, _OPEN_CLOSE[c])
-        elif c == opened[1] or (opened[1] == "'" and c == "\u2019") or (opened[1] == "\u2019" and c == "'"):
-            if c in "'\u2019" and after.isalpha():
-                continue  # an apostrophe inside the quote ("don't")
-            spans.append((opened[0], i + 1))
-            opened = None
-
-
 class MentionReader:
     """Mentions of one document read from its text: `mention(first, last)` for a span of
     token positions (end inclusive), computed once per span."""
@@ -295,9 +317,7 @@ class MentionReader:
     def __init__(self, text: str, offsets: list[tuple[int, int]], pronouns: dict[tuple[int, int], str]):
         self.text, self.offsets, self.pronouns = text, offsets, pronouns
         self.quotes = quote_spans(text)
-        # Family names a man of the text is called by ("Mr. Darcy"): alone, such a name is his
-        # (novels call the man "Darcy", his sister "Miss Darcy", never "Darcy").
-        self.men_surnames = {m.group(1).lower() for m in _AFTER_MR.finditer(text)}
+        self.forms = NameForms(text)  # the gender and address the book gives a name's words
         self._quote_starts = [a for a, _ in self.quotes]
         self._cache: dict[tuple[int, int], Mention] = {}
 
@@ -323,10 +343,12 @@ class MentionReader:
         if text.lower() in SECOND_PERSON:
             return Mention(quote=quote, person=2)
         name = proper_name(text)
-        if name and len(name.words) == 1 and not name.address and not name.gender and name.words <= self.men_surnames:
-            name = name._replace(gender="m")
         if name:
-            return Mention(name=name, gender=name.gender)
+            name = self.forms.apply(name, text)
+        if name:  # the person spoken to, when set off by commas in a quote (quotes.is_vocative)
+            vocative = quote is not None and is_vocative(self.text, self.offsets[first][0], self.offsets[last][1],
+                                                         self.quotes[quote])
+            return Mention(name=name, gender=name.gender, quote=quote if vocative else None, person=2 if vocative else None)
         words = text.lower().split()
         head = words[words.index("of") - 1] if "of" in words[1:] else words[-1] if words else ""
         return Mention(gender=_NOUN_GENDER.get(head.strip(".,;:!?'\u2019")))

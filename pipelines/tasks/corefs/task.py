@@ -33,7 +33,7 @@ import torch
 from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
-from .entities import Mention, MentionReader, Name, Profile, scene_breaks
+from .entities import Mention, MentionReader, Name, Profile, is_nominal, scene_breaks
 from .stories import story_breaks
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -119,7 +119,7 @@ class DocumentEntities:
         entities.sort(key=lambda e: e.mentions[0])
         if self.rules:
             entities = self._join_by_name(entities)
-        return [e.mentions for e in entities]
+        return [sorted(e.mentions) for e in entities]
 
     def _dominant_name(self, entity: _Entity) -> Name | None:
         names = Counter(n for n in (self.reader.mention(*m).name for m in entity.mentions) if n)
@@ -127,36 +127,74 @@ class DocumentEntities:
 
     def _join_by_name(self, entities: list[_Entity]) -> list[_Entity]:
         by_name: dict[frozenset, list[_Entity]] = {}  # the words of each entity's dominant name
-        kept: list[_Entity] = []
-        for e in entities:  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
+        for e in entities:
             name = self._dominant_name(e)
-            words = name.words if name else None
-            fits = (o for o in by_name.get(words, []) if o.profile.compatible(e.profile, same_name=True))
-            into = next(fits, None) if name else None
-            if into is None:
+            if name:
+                by_name.setdefault(name.words, []).append(e)
+        gone: set[int] = set()  # absorbed into another
+        lent: set[int] = set()  # gave its mentions of its name away (_lend_name): no longer of that name
+        for words, group in by_name.items():  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
+            kept: list[_Entity] = []
+            for e in sorted(group, key=lambda e: (-self._named(e, words), -len(e.mentions))):  # the most named takes the others
+                into = next((o for o in kept if o.profile.compatible(e.profile, same_name=True)), None)
+                if into is not None:
+                    _absorb(into, e)
+                    gone.add(id(e))
+                    continue
+                if kept and self._lend_name(e, words, lambda m: [o for o in kept if self._fits(o, m)][:1]):
+                    continue  # its mentions of the name went to an entity of that name; the rest is unnamed
                 kept.append(e)
-                if name:
-                    by_name.setdefault(words, []).append(e)
-            else:
-                _absorb(into, e)
-        gone: set[int] = set()
+            group[:] = kept
         # The longer names first ("John Silver" into "Long John Silver"), so that a short one
         # ("Silver") then finds one entity, not one for each longer name it is a part of.
         for words, group in sorted(by_name.items(), key=lambda kv: -len(kv[0])):
             for e in group:  # a short name that fits exactly one longer one: one name, as in the first pass
-                fits = [o for longer, others in by_name.items() if words < longer
-                        for o in others if id(o) not in gone and o.profile.compatible(e.profile, same_name=True)]
+                if id(e) in lent:
+                    continue
+                longer = [o for lw, others in by_name.items() if words < lw for o in others if id(o) not in gone | lent]
+                fits = [o for o in longer if o.profile.compatible(e.profile, same_name=True)]
                 if len(fits) == 1:
                     _absorb(fits[0], e)
                     gone.add(id(e))
-        return sorted((e for e in kept if id(e) not in gone), key=lambda e: e.mentions[0])
+                elif not fits and longer and self._lend_name(e, words, lambda m: [o for o in longer if self._fits(o, m)]):
+                    lent.add(id(e))
+        return sorted((e for e in entities if id(e) not in gone and e.mentions), key=lambda e: e.mentions[0])
+
+    def _named(self, entity: _Entity, words: frozenset) -> int:
+        return sum((n := self.reader.mention(*m).name) is not None and n.words == words for m in entity.mentions)
+
+    def _fits(self, entity: _Entity, mention: Span) -> bool:
+        return entity.profile.compatible(self._profile([mention]), same_name=True)
+
+    def _lend_name(self, entity: _Entity, words: frozenset, takers) -> bool:
+        """An entity that cannot be one with the entities of its name (a window chain that holds
+        "Mr. Darcy" beside a "they", or "Jane" beside another's "I"): each of its mentions of the
+        name goes to the one entity `takers(mention)` gives, where it gives exactly one, and the
+        rest stays an entity of its own. A proper name is the surest thing a chain holds: one
+        wrong pronoun link must not keep a character's name from the character. True when any
+        mention went; the entity is then no longer one of that name."""
+        moved = []
+        for m in entity.mentions:
+            name = self.reader.mention(*m).name
+            if name is not None and name.words == words:
+                found = takers(m)
+                if len(found) == 1:
+                    found[0].mentions.append(m)
+                    found[0].profile.update(self._profile([m]))
+                    moved.append(m)
+        if not moved:
+            return False
+        moved = set(moved)
+        entity.mentions = [m for m in entity.mentions if m not in moved]
+        entity.profile = self._profile(entity.mentions)
+        return True
 
     def name_of(self, mentions: list[Span]) -> str | None:
         """A chain's representative name: its most frequent proper-name mention, else its most
-        frequent mention that is no pronoun (possessive 's left out), else None."""
+        frequent short noun phrase (entities.is_nominal; possessive 's left out), else None."""
         texts = [(self.reader.mention(*m), self.reader.text_of(*m)) for m in mentions]
-        for wanted in (lambda x: x.name is not None, lambda x: not x.kind and not x.person):
-            found = Counter(_without_possessive(t) for x, t in texts if wanted(x))
+        for wanted in (lambda x, t: x.name is not None, lambda x, t: not x.kind and not x.person and is_nominal(t)):
+            found = Counter(_without_possessive(t) for x, t in texts if wanted(x, t))
             if found:
                 return found.most_common(1)[0][0]
         return None
