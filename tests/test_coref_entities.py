@@ -27,7 +27,7 @@ def name(text: str) -> Name:
     ("the Mock Turtle", {"mock", "turtle"}, None, None),
     ("the Queen of Hearts", {"queen", "hearts"}, None, "f"),
     ("old Teodor", {"teodor"}, None, None),
-    ("Lady Catherine de Bourgh", {"catherine", "bourgh"}, None, "f"),
+    ("Lady Catherine de Bourgh", {"catherine", "bourgh"}, "lady", "f"),
 ])
 def test_proper_names_are_read_from_a_mentions_text(text, words, address, gender):
     assert name(text) == Name(frozenset(words), address, gender)
@@ -331,7 +331,7 @@ def test_a_book_gives_its_names_gender_and_form_of_address():
     forms = NameForms(text)
     assert forms.apply(name("Lizzy"), "Lizzy") == Name(frozenset({"lizzy"}), "miss", "f")
     assert forms.apply(name("Elizabeth Bennet"), "Elizabeth Bennet").address == "miss"
-    assert forms.apply(name("Catherine"), "Catherine") == Name(frozenset({"catherine"}), None, "f")
+    assert forms.apply(name("Catherine"), "Catherine") == Name(frozenset({"catherine"}), "lady", "f")
     for man in ("Bennet", "Lucas"):  # after Mr. or Sir William: alone, a man's surname
         assert forms.apply(name(man), man).gender == "m"
     for unknown in ("Forster", "Teodor"):  # a colonel's name too, or never after an honorific
@@ -360,3 +360,16 @@ def test_a_chain_that_cannot_join_its_names_entity_gives_it_the_name():
     plain.add_window([[darcy1, he, darcy2], [darcy3, they1, they2]], (0, len(reader.offsets)))
     assert len(plain.link_names()) == 2 and ["Mr. Darcy", "they", "They"] in [
         [reader.text_of(*m) for m in c] for c in plain.link_names()]
+
+
+def test_her_ladyship_is_a_titled_lady_not_a_mrs():
+    text = "Mrs. Bennet spoke. Lady Catherine came. Mr. Collins feared her ladyship."
+    reader, at = reader_and_spans(text)
+    ladyship = reader.mention(at["her"][0], at["ladyship"][0])
+    assert (ladyship.address, ladyship.gender, ladyship.name) == ("lady", "f", None)
+    mrs = Profile.of(reader.mention(at["Mrs."][0], at["Bennet"][0]))
+    lady = Profile.of(reader.mention(at["Lady"][0], at["Catherine"][0]))
+    assert not mrs.compatible(Profile.of(ladyship)) and lady.compatible(Profile.of(ladyship))
+    kitty = Profile.of(Mention(name=name("Kitty")))
+    assert not kitty.compatible(Profile.of(ladyship))  # a title noun goes with the names of its title only
+    assert Profile.of(Mention(kind="she", gender="f")).compatible(Profile.of(ladyship))

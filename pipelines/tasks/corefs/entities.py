@@ -54,15 +54,18 @@ def is_nominal(text: str) -> bool:
     words = text.split()
     return 0 < len(words) <= 5 and not pronoun_kind(words[0]) and words[0].lower() not in SECOND_PERSON
 
-# Honorifics: (the form of address, which says married or not, and the gender). Two names
-# with different forms ("Mrs. Bennet", "Miss Bennet") are two people.
+# Honorifics: (the form of address, which says married, unmarried or titled, and the gender).
+# Two names with different forms ("Mrs. Bennet", "Miss Bennet", "Lady Lucas") are two people.
 HONORIFICS = {
     "mr": ("mr", "m"), "mister": ("mr", "m"), "messrs": ("mr", "m"), "sir": (None, "m"), "lord": (None, "m"),
     "master": (None, "m"),
     "mrs": ("mrs", "f"), "madam": ("mrs", "f"), "madame": ("mrs", "f"), "mme": ("mrs", "f"),
     "miss": ("miss", "f"), "mademoiselle": ("miss", "f"), "mlle": ("miss", "f"),
-    "ms": (None, "f"), "lady": (None, "f"), "dame": (None, "f"),
+    "ms": (None, "f"), "lady": ("lady", "f"), "dame": (None, "f"),
 }
+# How a titled person is spoken of without a name ("her ladyship"): the form of address it
+# gives, so that "her ladyship" is never "Mrs. Bennet" (Profile.addresses).
+_TITLE_NOUNS = {"ladyship": ("lady", "f")}
 # Nouns that say a person's gender, as a mention's head ("the old woman", "the King").
 GENDERED_NOUNS = {
     "m": "man men gentleman boy lad fellow father son brother husband uncle nephew grandfather king prince duke "
@@ -241,7 +244,7 @@ def speakers_differ(a: dict[int, set[int]], b: dict[int, set[int]]) -> bool:
     return any(q in b and ((1 in persons and 2 in b[q]) or (2 in persons and 1 in b[q])) for q, persons in a.items())
 
 
-@dataclass
+@dataclass(slots=True, frozen=True)  # one per mention of a book: kept small, and shared
 class Mention:
     """What one mention says about its entity (all optional)."""
 
@@ -250,10 +253,11 @@ class Mention:
     gender: str | None = None
     quote: int | None = None  # the quote it sits in
     person: int | None = None  # 1: "I", 2: "you"
+    address: str | None = None  # the form of address a title noun gives ("her ladyship": "lady")
 
     @property
     def says_anything(self) -> bool:
-        return bool(self.name or self.kind or self.gender or self.person)
+        return bool(self.name or self.kind or self.gender or self.person or self.address)
 
 
 @dataclass
@@ -265,6 +269,8 @@ class Profile:
     genders: set = field(default_factory=set)
     quotes: dict = field(default_factory=dict)
     scenes: set = field(default_factory=set)  # the scenes (see scene_breaks) its mentions sit in, where known
+    addresses: set = field(default_factory=set)  # forms of address its names give ("mrs", "lady")
+    titles: set = field(default_factory=set)  # forms of address its title nouns give ("her ladyship": "lady")
 
     @classmethod
     def of(cls, mention: Mention) -> "Profile":
@@ -275,6 +281,10 @@ class Profile:
     def add(self, m: Mention) -> None:
         if m.name:
             self.names.add(m.name)
+        if m.name and m.name.address:
+            self.addresses.add(m.name.address)
+        if m.address:
+            self.titles.add(m.address)
         if m.kind:
             self.kinds.add(m.kind)
         if m.gender:
@@ -289,12 +299,22 @@ class Profile:
         for q, persons in other.quotes.items():
             self.quotes.setdefault(q, set()).update(persons)
         self.scenes |= other.scenes
+        self.addresses |= other.addresses
+        self.titles |= other.titles
 
     def _names_fit(self, other: "Profile") -> bool:
         if not self.names or not other.names:
             return True
         bridges = [n for n in self.names | other.names if len(n.words) > 1]
         return all(names_compatible(a, b, bridges) for a in self.names for b in other.names)
+
+    def _addresses_fit(self, other: "Profile") -> bool:
+        """One form of address at most ("Mrs. Bennet" is no Lady), and a title noun ("her
+        ladyship") only with the names that carry its form ("Lady Catherine"), or with none."""
+        if len(self.addresses | other.addresses | self.titles | other.titles) > 1:
+            return False
+        return all(not a.titles or not b.names or any(n.address in a.titles for n in b.names)
+                   for a, b in ((self, other), (other, self)))
 
     def compatible(self, other: "Profile", same_name: bool = False) -> bool:
         """Whether the two can be one entity: every rule above holds between them.
@@ -303,11 +323,15 @@ class Profile:
         agree = speaker_and_narrated_agree if same_name else pronouns_agree
         return (
             len(self.scenes | other.scenes) <= 1
+            and self._addresses_fit(other)
             and agree(self.kinds, other.kinds)
             and genders_agree(self.genders, other.genders)
             and not speakers_differ(self.quotes, other.quotes)
             and self._names_fit(other)
         )
+
+
+_NOTHING = Mention()  # what most mentions of a book say ("the house"): one object for them all
 
 
 class MentionReader:
@@ -319,16 +343,17 @@ class MentionReader:
         self.quotes = quote_spans(text)
         self.forms = NameForms(text)  # the gender and address the book gives a name's words
         self._quote_starts = [a for a, _ in self.quotes]
-        self._cache: dict[tuple[int, int], Mention] = {}
+        self._cache: dict[int, Mention] = {}  # keyed first << 32 | last: an int, not a tuple, a mention
 
     def quote_of(self, char: int) -> int | None:
         k = bisect.bisect_right(self._quote_starts, char) - 1
         return k if k >= 0 and char < self.quotes[k][1] else None
 
     def mention(self, first: int, last: int) -> Mention:
-        found = self._cache.get((first, last))
+        key = first << 32 | last
+        found = self._cache.get(key)
         if found is None:
-            found = self._cache[(first, last)] = self._read(first, last)
+            found = self._cache[key] = self._read(first, last)
         return found
 
     def text_of(self, first: int, last: int) -> str:
@@ -351,7 +376,9 @@ class MentionReader:
             return Mention(name=name, gender=name.gender, quote=quote if vocative else None, person=2 if vocative else None)
         words = text.lower().split()
         head = words[words.index("of") - 1] if "of" in words[1:] else words[-1] if words else ""
-        return Mention(gender=_NOUN_GENDER.get(head.strip(".,;:!?'\u2019")))
+        head = head.strip(".,;:!?'\u2019")
+        address, gender = _TITLE_NOUNS.get(head, (None, _NOUN_GENDER.get(head)))
+        return Mention(gender=gender, address=address) if gender or address else _NOTHING
 
 
 def scene_breaks(named: list[tuple[int, Name]], candidates: list[int], width: int, least: int) -> list[int]:
