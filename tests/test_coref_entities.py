@@ -373,3 +373,23 @@ def test_her_ladyship_is_a_titled_lady_not_a_mrs():
     kitty = Profile.of(Mention(name=name("Kitty")))
     assert not kitty.compatible(Profile.of(ladyship))  # a title noun goes with the names of its title only
     assert Profile.of(Mention(kind="she", gender="f")).compatible(Profile.of(ladyship))
+
+
+def test_a_name_joins_the_one_entity_holding_a_full_name_it_is_part_of():
+    """Jim's chain says "Jim" and once "Jim Hawkins"; another chain says "Hawkins": one person.
+    "Sir William" is not the "William" of "William Collins": his own chain says "William Lucas"."""
+    text = ("Jim Hawkins ran. Jim hid. He waited.\n\nHawkins came back. He smiled.\n\n"
+            "William Collins bowed. Mr. Collins spoke. He sat.\n\nSir William Lucas came. Sir William laughed. "
+            "Sir William left.")
+    reader, at = reader_and_spans(text)
+    one = lambda word, k=0: (at[word][k],) * 2  # noqa: E731
+    jim = [(at["Jim"][0], at["Hawkins"][0]), one("Jim", 1), one("He")]
+    hawkins = [one("Hawkins", 1), one("He", 1)]
+    collins = [(at["William"][0], at["Collins"][0]), (at["Mr."][0], at["Collins"][1]), one("He", 2)]
+    lucas = [(at["William"][1], at["Lucas"][0]), (at["Sir"][1], at["William"][2]), (at["Sir"][2], at["William"][3])]
+    merged = DocumentEntities(reader)
+    merged.add_window([jim, hawkins, collins, lucas], (0, len(reader.offsets)))
+    chains = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+    assert ["Jim Hawkins", "Jim", "He", "Hawkins", "He"] in chains
+    assert ["William Lucas", "Sir William", "Sir William"] in chains  # its names are mostly not "William Collins"
+    assert len(chains) == 3

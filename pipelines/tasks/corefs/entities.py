@@ -256,6 +256,11 @@ class Mention:
     address: str | None = None  # the form of address a title noun gives ("her ladyship": "lady")
 
     @property
+    def is_person(self) -> bool:
+        """Whether it says it is a person: a gender, or a personal "he", "she", "I" or "you"."""
+        return bool(self.gender or self.kind in ("he", "she", "i") or self.person)
+
+    @property
     def says_anything(self) -> bool:
         return bool(self.name or self.kind or self.gender or self.person or self.address)
 
@@ -316,10 +321,11 @@ class Profile:
         return all(not a.titles or not b.names or any(n.address in a.titles for n in b.names)
                    for a, b in ((self, other), (other, self)))
 
-    def compatible(self, other: "Profile", same_name: bool = False) -> bool:
+    def compatible(self, other: "Profile", same_name: bool = False, names: bool = True) -> bool:
         """Whether the two can be one entity: every rule above holds between them.
         `same_name`: two chains of one name, where a speaker's "I" may meet the narration's
-        "she" (speaker_and_narrated_agree)."""
+        "she" (speaker_and_narrated_agree). `names=False`: their names are known to be one
+        person's by other evidence (task.DocumentEntities: a full name holds both)."""
         agree = speaker_and_narrated_agree if same_name else pronouns_agree
         return (
             len(self.scenes | other.scenes) <= 1
@@ -327,7 +333,7 @@ class Profile:
             and agree(self.kinds, other.kinds)
             and genders_agree(self.genders, other.genders)
             and not speakers_differ(self.quotes, other.quotes)
-            and self._names_fit(other)
+            and (not names or self._names_fit(other))
         )
 
 

@@ -156,15 +156,69 @@ class DocumentEntities:
                 if len(fits) == 1:
                     _absorb(fits[0], e)
                     gone.add(id(e))
-                elif not fits and longer and self._lend_name(e, words, lambda m: [o for o in longer if self._fits(o, m)]):
-                    lent.add(id(e))
-        return sorted((e for e in entities if id(e) not in gone and e.mentions), key=lambda e: e.mentions[0])
+                elif not fits and longer:  # its mentions of the name to the one longer name its names are within
+                    within = [o for o in longer if self._names_within(e, self._dominant_name(o))]
+                    if self._lend_name(e, words, lambda m: [o for o in within if self._fits(o, m)]):
+                        lent.add(id(e))
+        alive = [e for e in entities if id(e) not in gone and e.mentions]
+        return sorted(self._join_by_full_name(alive, lent), key=lambda e: e.mentions[0])
+
+    def _join_by_full_name(self, entities: list[_Entity], lent: set[int]) -> list[_Entity]:
+        """A name that is a part of a full name another entity holds, though not as its most
+        frequent ("Hawkins" and the "Jim Hawkins" of Jim's chain, "Trelawney" and the "Squire
+        Trelawney" of the squire's, "Miss Darcy" and the "Georgiana Darcy" of Georgiana's):
+        one entity, when exactly one entity holds full names of the kind that can be the same
+        person (genders and forms of address agree). Where one wrong link keeps the two
+        apart, the name's mentions go (_lend_name). The smaller entities first, into the bigger."""
+        holder: dict[frozenset, tuple[_Entity, Name]] = {}  # a full name's words -> the entity holding it most, and it
+        counts: Counter = Counter()
+        people = [e for e in entities if any(self.reader.mention(*m).is_person for m in e.mentions)]
+        for e in people:  # not "the Royal George" (a ship) for "George Merry"
+            for m in e.mentions:
+                name = self.reader.mention(*m).name
+                if name is not None and len(name.words) > 1:
+                    counts[(name.words, id(e))] += 1
+                    best = holder.get(name.words)
+                    if best is None or counts[(name.words, id(best[0]))] < counts[(name.words, id(e))]:
+                        holder[name.words] = (e, name)
+        into: dict[int, _Entity] = {}  # absorbed entity -> the one that took it
+
+        def now(e: _Entity) -> _Entity:
+            while id(e) in into:
+                e = into[id(e)]
+            return e
+
+        for e in sorted(people, key=lambda e: len(e.mentions)):
+            own = self._dominant_name(e)
+            if own is None or id(e) in lent or id(e) in into:
+                continue
+            found = {}
+            for words, (o, full) in holder.items():
+                o = now(o)
+                if (own.words < words and o is not e and _same_person(own, self._dominant_name(o), full)
+                        and self._names_within(e, full)):
+                    found[id(o)] = o
+            if len(found) != 1:
+                continue
+            (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
+            if o.profile.compatible(e.profile, same_name=True, names=False):
+                _absorb(o, e)
+                into[id(e)] = o
+            elif self._lend_name(e, own.words, lambda m: [o] if self._fits(o, m, names=False) else []):
+                lent.add(id(e))
+        return [e for e in entities if id(e) not in into and e.mentions]
+
+    def _names_within(self, entity: _Entity, full: Name, stray: float = 0.1) -> bool:
+        """Whether the entity's names are parts of `full`, but for a `stray` share at most: "Sir
+        William", whose chain also says "William Lucas", is not the "William" of "William Collins"."""
+        names = [n for n in (self.reader.mention(*m).name for m in entity.mentions) if n is not None]
+        return sum(not n.words <= full.words for n in names) <= stray * len(names)
 
     def _named(self, entity: _Entity, words: frozenset) -> int:
         return sum((n := self.reader.mention(*m).name) is not None and n.words == words for m in entity.mentions)
 
-    def _fits(self, entity: _Entity, mention: Span) -> bool:
-        return entity.profile.compatible(self._profile([mention]), same_name=True)
+    def _fits(self, entity: _Entity, mention: Span, names: bool = True) -> bool:
+        return entity.profile.compatible(self._profile([mention]), same_name=True, names=names)
 
     def _lend_name(self, entity: _Entity, words: frozenset, takers) -> bool:
         """An entity that cannot be one with the entities of its name (a window chain that holds
@@ -203,6 +257,18 @@ class DocumentEntities:
 def chain_spans(row: dict) -> list[list[tuple[int, int]]]:
     """An output row's chains as lists of (start, end) character spans (empty for an error row)."""
     return [[(m["start"], m["end"]) for m in chain["mentions"]] for chain in row.get("chains") or []]
+
+
+def _same_person(a: Name, b: Name | None, full: Name) -> bool:
+    """Whether names `a` and `b` can both be parts of one person's `full` name: their words
+    within it, their genders and forms of address the same where both say one."""
+    if b is None:
+        return True
+    if not a.words | b.words <= full.words:
+        return False
+    genders = {n.gender for n in (a, b, full) if n.gender}
+    addresses = {n.address for n in (a, b, full) if n.address}
+    return len(genders) <= 1 and len(addresses) <= 1
 
 
 def _absorb(into: _Entity, other: _Entity) -> None:
@@ -346,7 +412,7 @@ def named_people(reader: MentionReader, clusters: list[list[Span]], owned=(0, fl
     named = {}
     for cluster in clusters:
         mentions = [(s + shift, reader.mention(s + shift, e + shift)) for s, e in cluster]
-        if any(m.gender or m.kind in ("he", "she", "i") or m.person for _, m in mentions):
+        if any(m.is_person for _, m in mentions):
             named.update((s, m.name) for s, m in mentions if m.name is not None and lo <= s < hi)
     return named
 
