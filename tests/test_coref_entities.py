@@ -1,5 +1,5 @@
 """The rules that keep two people apart (pipelines/tasks/corefs/entities.py) and the document
-merge that uses them (coref_task.DocumentEntities): each rule on its own, then windows of a
+merge that uses them (document.DocumentEntities): each rule on its own, then windows of a
 made-up story joined with and without them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from lfcli.pipelines.tasks.corefs.entities import (
     scene_breaks, speaker_and_narrated_agree, speakers_differ,
 )
 from lfcli.pipelines.tasks.corefs.quotes import is_vocative, quote_spans
-from lfcli.pipelines.tasks.corefs.task import DocumentEntities
+from lfcli.pipelines.tasks.corefs.document import DocumentEntities
 
 
 def name(text: str) -> Name:

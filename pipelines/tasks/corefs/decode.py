@@ -8,7 +8,7 @@ instead, or starts a chain of its own. With the bundled model on LitBank dev, pr
 agreement alone took B3 precision from 45.7 to 50.3 for 0.5 of recall (CoNLL F1 58.4 -> 58.9,
 bf16); all the rules give 59.5 (fp32), GAP F1 64.5 (`benchmarks/eval_coref.py
 --no-pronoun-agreement` decodes without any). The same rules hold where windows are joined
-(task.DocumentEntities).
+(document.DocumentEntities).
 """
 
 from __future__ import annotations

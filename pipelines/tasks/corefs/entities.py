@@ -5,7 +5,7 @@ personal pronouns, the grammatical gender its names, honorifics, gendered nouns 
 give it, and which quotes it speaks ("I") or is spoken to ("you") in. Two profiles that
 cannot be one person are kept apart everywhere chains are built or joined: by the window
 decoder (decode.decode_clusters), by the merge of windows into a document's entities,
-and by the name linking over a whole book (task.DocumentEntities).
+and by the name linking over a whole book (document.DocumentEntities).
 
 Each rule is one small function:
   names_compatible     "Teodor Varga", "Mr. Varga" and "Teodor" can be one; "Teodor" and
@@ -325,7 +325,7 @@ class Profile:
         """Whether the two can be one entity: every rule above holds between them.
         `same_name`: two chains of one name, where a speaker's "I" may meet the narration's
         "she" (speaker_and_narrated_agree). `names=False`: their names are known to be one
-        person's by other evidence (task.DocumentEntities: a full name holds both)."""
+        person's by other evidence (document.DocumentEntities: a full name holds both)."""
         agree = speaker_and_narrated_agree if same_name else pronouns_agree
         return (
             len(self.scenes | other.scenes) <= 1

@@ -11,6 +11,7 @@ entities.speakers_differ keeps it from the speaker's chain.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 _OPEN_CLOSE = {"\u201c": "\u201d", "\u2018": "\u2019", '"': '"', "'": "'"}
@@ -78,3 +79,73 @@ def is_vocative(text: str, start: int, end: int, quote: tuple[int, int]) -> bool
     if stripped and stripped[0] not in ",!?.;":
         return False
     return not _NOT_VOCATIVE_AFTER.match(stripped)
+
+
+# Verbs that say who speaks a quote ("said Silver", "he answered", "cried her brother").
+SPEECH_VERBS = frozenset(
+    "said say says saying cried cries replied replies answered answers asked asks exclaimed returned continued added "
+    "observed remarked muttered whispered shouted called began rejoined inquired enquired repeated resumed interrupted "
+    "declared growled sighed murmured stammered retorted responded told protested urged pursued demanded pleaded "
+    "persisted explained suggested admitted agreed insisted roared screamed sobbed laughed went thought cries "
+    "groaned grumbled snapped gasped panted whimpered bawled yelled hissed faltered concluded ejaculated".split())
+_SPEECH_VERB = re.compile(r"\b(?:%s)\b" % "|".join(sorted(SPEECH_VERBS)), re.IGNORECASE)
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
+ZONE = 120  # characters looked at before and after a quote for who speaks it
+NEAR = 30  # characters at most between a speech verb and its speaker
+
+
+def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, int, int]]) -> list[int | None]:
+    """Who speaks each quote: an entity of `people` ((start, end, entity) of the mentions that
+    can speak: names, "he", "she", "I", nouns of a person, sorted by start), or None.
+
+    In order: the person right beside a speech verb just after the quote ("“...,” said Silver",
+    "“...,” he answered") or just before it ("Jane, taking out the letter, said: “...”"); the
+    speaker of an earlier quote of the same paragraph (“...,” said he, “...”); the one person a
+    paragraph names outside its quotes ("Elizabeth smiled. “...”"); else, in a dialogue, the
+    speaker of the quote before last, when the last two differ (speakers take turns)."""
+    starts = [p[0] for p in people]
+    breaks = [m.start() for m in _PARAGRAPH.finditer(text)]
+    found: list[int | None] = []
+    paragraph_of: list[int] = []
+    for k, (a, b) in enumerate(quotes):
+        paragraph = bisect.bisect_right(breaks, a)
+        p0 = breaks[paragraph - 1] if paragraph else 0
+        p1 = breaks[paragraph] if paragraph < len(breaks) else len(text)
+        after = (b, min(quotes[k + 1][0] if k + 1 < len(quotes) else len(text), p1, b + ZONE))
+        before = (max(quotes[k - 1][1] if k else 0, p0, a - ZONE), a)
+        speaker = _beside_verb(text, after, people, starts, first=True)
+        if speaker is None:
+            speaker = _beside_verb(text, before, people, starts, first=False)
+        if speaker is None and k and paragraph_of[-1] == paragraph:
+            speaker = found[-1]  # the same paragraph's speaker goes on
+        if speaker is None:
+            speaker = _only_person(quotes, k, (p0, p1), people, starts)
+        if speaker is None and k >= 2 and paragraph_of[-1] != paragraph and paragraph_of[-2] != paragraph_of[-1]:
+            last, before_last = found[-1], found[-2]
+            if last is not None and before_last is not None and last != before_last:
+                speaker = before_last  # turns in a dialogue
+        found.append(speaker)
+        paragraph_of.append(paragraph)
+    return found
+
+
+def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool) -> int | None:
+    """The person right after, else right before, the first (last) speech verb in `zone`."""
+    verbs = list(_SPEECH_VERB.finditer(text, *zone))
+    if not verbs:
+        return None
+    verb = verbs[0] if first else verbs[-1]
+    inside = people[bisect.bisect_left(starts, zone[0]):bisect.bisect_left(starts, zone[1])]
+    after = [p for p in inside if verb.end() <= p[0] <= verb.end() + NEAR and p[1] <= zone[1]]
+    if after:
+        return after[0][2]
+    before = [p for p in inside if verb.start() - NEAR <= p[1] <= verb.start()]
+    return before[-1][2] if before else None
+
+
+def _only_person(quotes, k: int, paragraph: tuple[int, int], people, starts) -> int | None:
+    """The one entity the paragraph's words outside quotes name, if exactly one."""
+    lo, hi = paragraph
+    inside = people[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, hi)]
+    outside = {p[2] for p in inside if not any(qa <= p[0] < qb for qa, qb in quotes[max(0, k - 3):k + 4])}
+    return outside.pop() if len(outside) == 1 else None

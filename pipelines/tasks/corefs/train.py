@@ -57,7 +57,8 @@ from ...io.conll import read_conll, read_ids
 from ...io.readers import Document, iter_documents
 from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ...wording import plural
-from .task import CorefTask, chain_spans
+from .document import chain_spans
+from .task import CorefTask
 
 # The head's settings for a new coreference model (config.extra["coref"]). ffnn_size 128
 # keeps the adapter + head of the MiniLM base at 3.8 MB (LoRA rank 16: 0.66M parameters,

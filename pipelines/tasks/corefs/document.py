@@ -1,0 +1,264 @@
+"""A document's entities, joined from its windows' chains (DocumentEntities).
+
+Joining windows is where a long document is won or lost. Joining every two chains that share
+a mention lets one wrong link in one window merge two people, and over a novel's hundreds of
+windows such links percolate until one chain holds most of the book. So here a window's chain
+joins at most one entity of the window before it (the one it shares most mentions with), and
+only when the two can be one person (entities.Profile: names, gender, pronouns, who
+speaks in which quote); a mention is kept from the window that owns its position (the one
+it sits furthest from an edge in). Then entities far apart join by name ("Teodor Varga" in
+chapter 1, "Teodor" in chapter 40): the same dominant name, or a shorter name that fits one
+such entity only. Memory: the previous window's mentions and the entities found so far.
+
+Where the people change (a scene break: the names of the paragraphs before share none with
+the names after, entities.scene_breaks), no chain goes on but by name. Without this a
+"he" at the top of a new story took the old story's last man, and every "he" after it with
+him; so a window holding a break is decoded again with each antecedent in its mention's
+scene, and the document's chains are cut at the breaks before they join.
+
+Where one story ends and another begins, in a file of several (stories.py: the words on the
+two sides of a paragraph start are unlike), no chain goes on at all, not even by name: two
+stories' narrators ("I") and two stories' Johns are four people.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+
+from .entities import MentionReader, Name, Profile, is_nominal
+
+Span = tuple[int, int]  # a mention's first and last token (document positions)
+
+
+class _Entity:
+    __slots__ = ("mentions", "profile")
+
+    def __init__(self):
+        self.mentions: list[Span] = []
+        self.profile = Profile()
+
+
+class DocumentEntities:
+    """A document's entities, built window by window (see the module's notes)."""
+
+    def __init__(self, reader: MentionReader, rules: bool = True, breaks: list[int] = (), stories: list[int] = ()):
+        self.reader, self.rules = reader, rules
+        self.breaks = sorted(breaks)  # scene and story breaks: no chain crosses one but by name
+        self.stories = sorted(stories)  # story breaks (stories.py): no chain crosses one, not even by name
+        self.entities: list[_Entity] = []
+        self.previous: dict[Span, int] = {}  # the previous window's mentions -> entity
+
+    def _profile(self, spans) -> Profile:
+        p = Profile()
+        if self.rules:
+            for s in spans:
+                p.add(self.reader.mention(*s))
+            if self.stories:  # which stories it is in: a profile of two is compatible with none
+                p.scenes.update(bisect.bisect_right(self.stories, s[0]) for s in spans)
+        return p
+
+    def add_window(self, clusters: list[list[Span]], owned: tuple[int, int]) -> None:
+        """One window's chains; `owned`: the tokens [lo, hi) whose mentions this window keeps."""
+        lo, hi = owned
+        current: dict[Span, int] = {}
+        for cluster in self._by_scene(clusters):
+            profile = self._profile(cluster)
+            votes = Counter(self.previous[m] for m in cluster if m in self.previous)
+            target = next((e for e, _ in votes.most_common() if self.entities[e].profile.compatible(profile)), None)
+            own = [m for m in cluster if lo <= m[0] < hi]
+            if target is None:
+                if not own:
+                    continue
+                target = len(self.entities)
+                self.entities.append(_Entity())
+            entity = self.entities[target]
+            entity.mentions.extend(own)
+            entity.profile.update(self._profile(own))
+            for m in cluster:
+                current[m] = target
+        self.previous = current
+
+    def _by_scene(self, clusters: list[list[Span]]) -> list[list[Span]]:
+        """Each chain cut at the scene breaks: its mentions of each scene apart."""
+        if not self.breaks:
+            return clusters
+        pieces = []
+        for cluster in clusters:
+            scenes: dict[int, list[Span]] = {}
+            for m in cluster:
+                scenes.setdefault(bisect.bisect_right(self.breaks, m[0]), []).append(m)
+            pieces.extend(scenes.values())
+        return pieces
+
+    def link_names(self) -> list[list[Span]]:
+        """The entities with those far apart joined by name: entities whose most frequent
+        name is the same, then (the longer names first) an entity whose name is a part of
+        exactly one other's ("Teodor" -> "Teodor Varga"), each only when compatible. Mentions
+        in text order."""
+        entities = [e for e in self.entities if e.mentions]
+        for e in entities:
+            e.mentions.sort()
+        entities.sort(key=lambda e: e.mentions[0])
+        if self.rules:
+            entities = self._join_by_name(entities)
+        return [sorted(e.mentions) for e in entities]
+
+    def _dominant_name(self, entity: _Entity) -> Name | None:
+        names = Counter(n for n in (self.reader.mention(*m).name for m in entity.mentions) if n)
+        return names.most_common(1)[0][0] if names else None
+
+    def _join_by_name(self, entities: list[_Entity]) -> list[_Entity]:
+        by_name: dict[frozenset, list[_Entity]] = {}  # the words of each entity's dominant name
+        for e in entities:
+            name = self._dominant_name(e)
+            if name:
+                by_name.setdefault(name.words, []).append(e)
+        gone: set[int] = set()  # absorbed into another
+        lent: set[int] = set()  # gave its mentions of its name away (_lend_name): no longer of that name
+        for words, group in by_name.items():  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
+            kept: list[_Entity] = []
+            for e in sorted(group, key=lambda e: (-self._named(e, words), -len(e.mentions))):  # the most named takes the others
+                into = next((o for o in kept if o.profile.compatible(e.profile, same_name=True)), None)
+                if into is not None:
+                    _absorb(into, e)
+                    gone.add(id(e))
+                    continue
+                if kept and self._lend_name(e, words, lambda m: [o for o in kept if self._fits(o, m)][:1]):
+                    continue  # its mentions of the name went to an entity of that name; the rest is unnamed
+                kept.append(e)
+            group[:] = kept
+        # The longer names first ("John Silver" into "Long John Silver"), so that a short one
+        # ("Silver") then finds one entity, not one for each longer name it is a part of.
+        for words, group in sorted(by_name.items(), key=lambda kv: -len(kv[0])):
+            for e in group:  # a short name that fits exactly one longer one: one name, as in the first pass
+                if id(e) in lent:
+                    continue
+                longer = [o for lw, others in by_name.items() if words < lw for o in others if id(o) not in gone | lent]
+                fits = [o for o in longer if o.profile.compatible(e.profile, same_name=True)]
+                if len(fits) == 1:
+                    _absorb(fits[0], e)
+                    gone.add(id(e))
+                elif not fits and longer:  # its mentions of the name to the one longer name its names are within
+                    within = [o for o in longer if self._names_within(e, self._dominant_name(o))]
+                    if self._lend_name(e, words, lambda m: [o for o in within if self._fits(o, m)]):
+                        lent.add(id(e))
+        alive = [e for e in entities if id(e) not in gone and e.mentions]
+        return sorted(self._join_by_full_name(alive, lent), key=lambda e: e.mentions[0])
+
+    def _join_by_full_name(self, entities: list[_Entity], lent: set[int]) -> list[_Entity]:
+        """A name that is a part of a full name another entity holds, though not as its most
+        frequent ("Hawkins" and the "Jim Hawkins" of Jim's chain, "Trelawney" and the "Squire
+        Trelawney" of the squire's, "Miss Darcy" and the "Georgiana Darcy" of Georgiana's):
+        one entity, when exactly one entity holds full names of the kind that can be the same
+        person (genders and forms of address agree). Where one wrong link keeps the two
+        apart, the name's mentions go (_lend_name). The smaller entities first, into the bigger."""
+        holder: dict[frozenset, tuple[_Entity, Name]] = {}  # a full name's words -> the entity holding it most, and it
+        counts: Counter = Counter()
+        people = [e for e in entities if any(self.reader.mention(*m).is_person for m in e.mentions)]
+        for e in people:  # not "the Royal George" (a ship) for "George Merry"
+            for m in e.mentions:
+                name = self.reader.mention(*m).name
+                if name is not None and len(name.words) > 1:
+                    counts[(name.words, id(e))] += 1
+                    best = holder.get(name.words)
+                    if best is None or counts[(name.words, id(best[0]))] < counts[(name.words, id(e))]:
+                        holder[name.words] = (e, name)
+        into: dict[int, _Entity] = {}  # absorbed entity -> the one that took it
+
+        def now(e: _Entity) -> _Entity:
+            while id(e) in into:
+                e = into[id(e)]
+            return e
+
+        for e in sorted(people, key=lambda e: len(e.mentions)):
+            own = self._dominant_name(e)
+            if own is None or id(e) in lent or id(e) in into:
+                continue
+            found = {}
+            for words, (o, full) in holder.items():
+                o = now(o)
+                if (own.words < words and o is not e and _same_person(own, self._dominant_name(o), full)
+                        and self._names_within(e, full)):
+                    found[id(o)] = o
+            if len(found) != 1:
+                continue
+            (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
+            if o.profile.compatible(e.profile, same_name=True, names=False):
+                _absorb(o, e)
+                into[id(e)] = o
+            elif self._lend_name(e, own.words, lambda m: [o] if self._fits(o, m, names=False) else []):
+                lent.add(id(e))
+        return [e for e in entities if id(e) not in into and e.mentions]
+
+    def _names_within(self, entity: _Entity, full: Name, stray: float = 0.1) -> bool:
+        """Whether the entity's names are parts of `full`, but for a `stray` share at most: "Sir
+        William", whose chain also says "William Lucas", is not the "William" of "William Collins"."""
+        names = [n for n in (self.reader.mention(*m).name for m in entity.mentions) if n is not None]
+        return sum(not n.words <= full.words for n in names) <= stray * len(names)
+
+    def _named(self, entity: _Entity, words: frozenset) -> int:
+        return sum((n := self.reader.mention(*m).name) is not None and n.words == words for m in entity.mentions)
+
+    def _fits(self, entity: _Entity, mention: Span, names: bool = True) -> bool:
+        return entity.profile.compatible(self._profile([mention]), same_name=True, names=names)
+
+    def _lend_name(self, entity: _Entity, words: frozenset, takers) -> bool:
+        """An entity that cannot be one with the entities of its name (a window chain that holds
+        "Mr. Darcy" beside a "they", or "Jane" beside another's "I"): each of its mentions of the
+        name goes to the one entity `takers(mention)` gives, where it gives exactly one, and the
+        rest stays an entity of its own. A proper name is the surest thing a chain holds: one
+        wrong pronoun link must not keep a character's name from the character. True when any
+        mention went; the entity is then no longer one of that name."""
+        moved = []
+        for m in entity.mentions:
+            name = self.reader.mention(*m).name
+            if name is not None and name.words == words:
+                found = takers(m)
+                if len(found) == 1:
+                    found[0].mentions.append(m)
+                    found[0].profile.update(self._profile([m]))
+                    moved.append(m)
+        if not moved:
+            return False
+        moved = set(moved)
+        entity.mentions = [m for m in entity.mentions if m not in moved]
+        entity.profile = self._profile(entity.mentions)
+        return True
+
+    def name_of(self, mentions: list[Span]) -> str | None:
+        """A chain's representative name: its most frequent proper-name mention, else its most
+        frequent short noun phrase (entities.is_nominal; possessive 's left out), else None."""
+        texts = [(self.reader.mention(*m), self.reader.text_of(*m)) for m in mentions]
+        for wanted in (lambda x, t: x.name is not None, lambda x, t: not x.kind and not x.person and is_nominal(t)):
+            found = Counter(_without_possessive(t) for x, t in texts if wanted(x, t))
+            if found:
+                return found.most_common(1)[0][0]
+        return None
+
+
+def chain_spans(row: dict) -> list[list[tuple[int, int]]]:
+    """An output row's chains as lists of (start, end) character spans (empty for an error row)."""
+    return [[(m["start"], m["end"]) for m in chain["mentions"]] for chain in row.get("chains") or []]
+
+
+def _same_person(a: Name, b: Name | None, full: Name) -> bool:
+    """Whether names `a` and `b` can both be parts of one person's `full` name: their words
+    within it, their genders and forms of address the same where both say one."""
+    if b is None:
+        return True
+    if not a.words | b.words <= full.words:
+        return False
+    genders = {n.gender for n in (a, b, full) if n.gender}
+    addresses = {n.address for n in (a, b, full) if n.address}
+    return len(genders) <= 1 and len(addresses) <= 1
+
+
+def _absorb(into: _Entity, other: _Entity) -> None:
+    into.mentions = sorted(into.mentions + other.mentions)
+    into.profile.update(other.profile)
+
+
+def _without_possessive(text: str) -> str:
+    text = " ".join(text.split())
+    return text[:-2] if text[-2:] in ("'s", "\u2019s") else text
