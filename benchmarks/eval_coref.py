@@ -29,7 +29,7 @@ import common  # noqa: E402
 
 
 def litbank(pipe, docs, parts=None) -> dict:
-    from lfcli.pipelines.tasks.corefs.task import chain_spans
+    from lfcli.pipelines.tasks.corefs.document import chain_spans
     from lfcli.pipelines.io.readers import Document
     from lfcli.pipelines.tasks.corefs.train import score_clusters
 
@@ -65,7 +65,7 @@ def joined(docs, size: int):
 
 def cross_part_share(rows, parts) -> float:
     """The share of predicted mentions that sit in a chain holding mentions of two parts."""
-    from lfcli.pipelines.tasks.corefs.task import chain_spans
+    from lfcli.pipelines.tasks.corefs.document import chain_spans
 
     total = crossing = 0
     for row, ranges in zip(rows, parts):

@@ -27,6 +27,7 @@ import bisect
 from collections import Counter
 
 from .entities import MentionReader, Name, Profile, is_nominal
+from .quotes import attribute
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 
@@ -235,6 +236,75 @@ class DocumentEntities:
             if found:
                 return found.most_common(1)[0][0]
         return None
+
+
+# A first-person narration: at least this many "I", "me", "my" outside quotes in one story make
+# them one narrator, whatever chains the windows put them in.
+NARRATOR_LEAST = 10
+NARRATOR_DENSITY = 0.005  # ... and in at least this share of a scene's tokens (Treasure Island: 0.019)
+
+
+def _narrations(narration: dict[int, list], breaks: list[int], stories: list[int], n: int) -> list[list]:
+    """The narration "I" of each narrator: those of consecutive scenes told in the first person
+    (NARRATOR_LEAST "I" at least, and NARRATOR_DENSITY of their tokens) are one narrator's, as a
+    novel's narrator goes on through its scene changes; a scene told otherwise, or a story
+    break, ends it (two stories' narrators are two people)."""
+    bounds = [0, *breaks, n]
+    out: list[list] = []
+    previous = None
+    for scene in sorted(narration):
+        told = narration[scene]
+        size = bounds[scene + 1] - bounds[scene]
+        if len(told) < NARRATOR_LEAST or len(told) < NARRATOR_DENSITY * size:
+            previous = None
+            continue
+        story_ends = scene and bounds[scene] in stories
+        if previous == scene - 1 and not story_ends:
+            out[-1].extend(told)
+        else:
+            out.append(list(told))
+        previous = scene
+    return out
+
+
+def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[int] = (),
+                stories: list[int] = ()) -> list[int | None]:
+    """Each quote's speaker (quotes.attribute) as an index into `groups` (entities' mentions),
+    and the first person put with the person it is: inside a quote whose speaker is known, its
+    "I", "me", "my" go to the speaker's group; outside quotes, one narrator's "I" (_narrations:
+    consecutive first-person scenes between `breaks`, scene and story breaks, no story break
+    among them) go to one group, the one that holds most of them. `groups` is changed in place
+    (text order kept)."""
+    offsets = reader.offsets
+    people = []
+    for k, group in enumerate(groups):
+        for s, e in group:
+            m = reader.mention(s, e)
+            if m.quote is None and m.person != 2 and (m.name or m.is_person):
+                people.append((offsets[s][0], offsets[e][1], k))
+    people.sort()
+    speakers = attribute(reader.text, reader.quotes, people)
+    owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
+    narration: dict[int, list[tuple[Span, int]]] = {}  # story -> its narration "I" and their groups
+    for k, group in enumerate(groups):
+        for span in group:
+            m = reader.mention(*span)
+            if m.kind != "i":
+                continue
+            if m.quote is not None:
+                if speakers[m.quote] is not None and speakers[m.quote] != k:
+                    owner[span] = speakers[m.quote]
+            else:
+                narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
+    for told in _narrations(narration, breaks, stories, len(offsets)):
+        narrator = Counter(k for _, k in told).most_common(1)[0][0]
+        owner.update((span, narrator) for span, k in told if k != narrator)
+    if owner:
+        for k, group in enumerate(groups):
+            group[:] = [span for span in group if owner.get(span, k) == k]
+        for span, k in owner.items():
+            bisect.insort(groups[k], span)
+    return speakers
 
 
 def chain_spans(row: dict) -> list[list[tuple[int, int]]]:

@@ -17,6 +17,7 @@ import re
 _OPEN_CLOSE = {"\u201c": "\u201d", "\u2018": "\u2019", '"': '"', "'": "'"}
 _QUOTE_MARKS = frozenset(_OPEN_CLOSE) | frozenset(_OPEN_CLOSE.values())
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+_CONTRACTION = re.compile(r"(?:s|t|ll|re|ve|d|m)(?![^\W\d_])", re.IGNORECASE)
 
 
 def quote_spans(text: str) -> list[tuple[int, int]]:
@@ -44,6 +45,8 @@ def _quotes_in(text: str, lo: int, hi: int, spans: list) -> None:
         after = text[i + 1] if i + 1 < hi else " "
         if opened is None:
             single = c in "'\u2018"
+            if single and _CONTRACTION.match(text, i + 1):
+                continue  # "there 's", "I 'll" in tokenized text: an apostrophe, not a quote
             if c in _OPEN_CLOSE and (not single or (not before.isalnum() and after.isalpha())):
                 opened = (i, _OPEN_CLOSE[c])
         elif c == opened[1] or (opened[1] == "'" and c == "\u2019") or (opened[1] == "\u2019" and c == "'"):

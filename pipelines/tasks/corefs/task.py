@@ -14,7 +14,7 @@ import torch
 from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
-from .document import DocumentEntities
+from .document import DocumentEntities, give_quotes
 from .entities import Mention, MentionReader, Profile, scene_breaks
 from .stories import story_breaks
 
@@ -28,6 +28,16 @@ Span = tuple[int, int]  # a mention's first and last token (document positions)
 # two names each side missed joins next to an excerpt with few people named.
 SCENE_WIDTH = 2000  # tokens each side of a paragraph start whose people are compared
 SCENE_NAMES = 1  # different names each side must hold
+# A story break (stories.py: the words on the two sides are unlike) holds for the whole document
+# only where the people change there too (a scene break this many tokens away at most): words
+# alone also flag places inside novels (16 in Jane Eyre, 35 in David Copperfield), where
+# chains must still join by name.
+STORY_SCENE_NEAR = 500
+
+
+def confirmed_stories(stories: list[int], scenes: list[int], near: int = STORY_SCENE_NEAR) -> list[int]:
+    """The story breaks with a scene break at most `near` tokens away."""
+    return [b for b in stories if scenes and min(abs(b - s) for s in scenes) <= near]
 
 
 class CorefTask(Task):
@@ -121,22 +131,28 @@ class CorefTask(Task):
 
     def finish(self, doc, prepared, results):
         reader = prepared.extra.get("mentions") or MentionReader(doc.text, prepared.encoded.offsets, {})
-        stories = prepared.extra.get("story_breaks", []) if self.rules else []
-        breaks = sorted({*self.scene_breaks(reader, prepared, results), *stories}) if self.rules else []
+        scenes = self.scene_breaks(reader, prepared, results) if self.rules else []
+        stories = confirmed_stories(prepared.extra.get("story_breaks", []), scenes) if self.rules else []
+        breaks = sorted({*scenes, *stories})
         entities = DocumentEntities(reader, rules=self.rules, breaks=breaks, stories=stories)
         for item, clusters in zip(prepared.items, results):
             entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
-        chains = []
-        for mentions in entities.link_names():
+        groups = entities.link_names()
+        speakers = give_quotes(reader, groups, breaks, stories) if self.rules else [None] * len(reader.quotes)
+        speaking = set(speakers)
+        kept = []  # (chain, its group)
+        for k, mentions in enumerate(groups):
             spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in mentions})
-            if len(spans) < 2 and not self.singletons:
-                continue
-            chains.append({"name": entities.name_of(mentions),
-                           "mentions": [{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans]})
+            if not spans or (len(spans) < 2 and not self.singletons and k not in speaking):
+                continue  # a one-mention entity is kept when asked for, or when it speaks a quote
+            kept.append(({"name": entities.name_of(mentions),
+                          "mentions": [{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans]}, k))
         # biggest first, as a reader looks for the cast; ties in text order, so rows are deterministic
-        chains.sort(key=lambda c: (-len(c["mentions"]), c["mentions"][0]["start"], c["mentions"][0]["end"]))
-        return {"id": doc.id, "chains": chains}
+        kept.sort(key=lambda ck: (-len(ck[0]["mentions"]), ck[0]["mentions"][0]["start"], ck[0]["mentions"][0]["end"]))
+        chain_of = {k: i for i, (_, k) in enumerate(kept)}
+        quotes = [{"start": a, "end": z, "speaker": chain_of.get(who)} for (a, z), who in zip(reader.quotes, speakers)]
+        return {"id": doc.id, "chains": [c for c, _ in kept], "quotes": quotes}
 
     def scene_breaks(self, reader: MentionReader, prepared, results) -> list[int]:
         """The document's scene breaks (entities.scene_breaks), read from the people's
@@ -149,7 +165,9 @@ class CorefTask(Task):
     def schema(self):
         mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
         chain = pa.struct([("name", pa.string()), ("mentions", pa.list_(mention))])
-        return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("error", pa.string())])
+        quote = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("speaker", pa.int64())])
+        return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("quotes", pa.list_(quote)),
+                          ("error", pa.string())])
 
 
 def named_people(reader: MentionReader, clusters: list[list[Span]], owned=(0, float("inf")), shift: int = 0) -> dict:
