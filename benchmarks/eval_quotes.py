@@ -6,18 +6,29 @@ token by token in order), and the quotes lfcli finds there (quotes.quote_spans: 
 `lfcli corefs` treats as speech, where "I" is the speaker and "you" the one addressed) are
 compared with them. A gold quote is found when a found one overlaps it; a found one is right
 when it overlaps a gold one (LitBank annotates speech, not scare quotes or titles, so those
-count as wrong). Speakers are not scored yet.
+count as wrong).
+
+Speakers: `lfcli corefs` (the Python API, -m MODEL) runs on each excerpt, and each gold quote it
+found is scored by the speaker its row gives that quote: right when the speaker's chain holds
+a mention of the gold speaker's entity (LitBank's coreference annotation of the same excerpt,
+litbank/coref/conll: a mention with the same end character). The gold speaker's entity is the
+one that holds the "I", "me", "my" inside that speaker's quotes (LitBank links a quote's "I" to
+its speaker), else the one whose mentions read as the speaker id's name ("Mr_Woodhouse-4").
+A quote given no speaker counts as wrong.
 
     python benchmarks/eval_quotes.py                 # dev.ids (10 documents)
     python benchmarks/eval_quotes.py --ids train     # train.ids
     python benchmarks/eval_quotes.py --quick         # the first 3 dev documents
+    python benchmarks/eval_quotes.py --no-speakers   # quotes only (no model run)
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,11 +68,66 @@ def gold_quotes(ann: Path, offsets) -> list[dict]:
     return [{"id": q, "span": span, "speaker": speakers.get(q)} for q, span in sorted(quotes.items(), key=lambda kv: kv[1])]
 
 
+def gold_entities(conll: Path) -> dict[int, list[tuple[int, int, int]]]:
+    """entity -> its mentions as (sentence, first token, last token), from a LitBank CoNLL file
+    (the same sentences and tokens as the quotations' *_brat.txt)."""
+    entities: dict[int, list] = defaultdict(list)
+    sentence, token, open_at = 0, 0, defaultdict(list)
+    for line in conll.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if len(fields) < 3:
+            if token:
+                sentence, token = sentence + 1, 0
+            continue
+        for part in fields[-1].split("|"):
+            for entity, closing in re.findall(r"\((\d+)|(\d+)\)", part):
+                if entity:
+                    open_at[int(entity)].append(token)
+            if re.fullmatch(r"\((\d+)\)", part):
+                e = int(part[1:-1])
+                open_at[e].pop()
+                entities[e].append((sentence, token, token))
+            else:
+                for closing in re.findall(r"(?<!\()(\d+)\)", part):
+                    e = int(closing)
+                    entities[e].append((sentence, open_at[e].pop(), token))
+        token += 1
+    return entities
+
+
+def speaker_entities(gold: list[dict], entities: dict, offsets, text: str) -> dict[str, int]:
+    """Each gold speaker id -> its entity: the one holding most first-person mentions inside its
+    quotes, else the one whose mentions read most often as the id's name."""
+    first_person = {"i", "me", "my", "myself", "mine"}
+    where = {}  # (start char, end char) -> entity
+    for e, mentions in entities.items():
+        for s, a, z in mentions:
+            if (s, a) in offsets and (s, z) in offsets:
+                where[(offsets[(s, a)][0], offsets[(s, z)][1])] = e
+    votes: dict[str, Counter] = defaultdict(Counter)
+    for g in gold:
+        for (a, z), e in where.items():
+            if g["speaker"] and g["span"][0] <= a < g["span"][1] and text[a:z].lower() in first_person:
+                votes[g["speaker"]][e] += 1
+    out = {}
+    for speaker in {g["speaker"] for g in gold if g["speaker"]}:
+        if votes[speaker]:
+            out[speaker] = votes[speaker].most_common(1)[0][0]
+            continue
+        name = re.sub(r"_+", " ", speaker.rsplit("-", 1)[0]).strip().lower()
+        named = Counter(e for (a, z), e in where.items() if re.sub(r"\W+", " ", text[a:z]).strip().lower() == name)
+        if named:
+            out[speaker] = named.most_common(1)[0][0]
+    return out
+
+
 def _overlap(a, b) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def score_document(doc: str, data: Path) -> dict:
+def score_document(doc: str, data: Path, pipe=None) -> dict:
     from lfcli.pipelines.tasks.corefs.quotes import quote_spans  # lazy: after the argument checks
 
     tokens = data / "quotations" / f"{doc}_brat.txt"
@@ -72,11 +138,38 @@ def score_document(doc: str, data: Path) -> dict:
     excerpt = text[: max(end for _, end in offsets.values())]
     gold = gold_quotes(data / "quotations" / f"{doc}_brat.ann", offsets)
     found = quote_spans(excerpt)
-    return {"document": doc, "gold": len(gold), "found": len(found),
+    speakers = score_speakers(doc, data, pipe, excerpt, gold, offsets) if pipe is not None else {}
+    return {"document": doc, "gold": len(gold), "found": len(found), **speakers,
             "gold_found": sum(any(_overlap(g["span"], s) for s in found) for g in gold),
             "found_right": sum(any(_overlap(g["span"], s) for g in gold) for s in found),
             "missed": [excerpt[a:z][:80] for g in gold for a, z in [g["span"]] if not any(_overlap(g["span"], s) for s in found)],
             "extra": [excerpt[a:z][:80] for a, z in found if not any(_overlap(g["span"], (a, z)) for g in gold)]}
+
+
+def score_speakers(doc: str, data: Path, pipe, excerpt: str, gold: list[dict], offsets) -> dict:
+    from lfcli import Document
+    """Of the gold quotes `lfcli corefs` finds in the excerpt, those whose speaker chain holds a
+    mention of the gold speaker's entity (see the module's notes)."""
+    (row,) = pipe.run([Document(doc, excerpt)])
+    entities = gold_entities(data / "coref" / "conll" / f"{doc}.conll")
+    who = speaker_entities(gold, entities, offsets, excerpt)
+    ends = defaultdict(set)  # entity -> the end characters of its mentions
+    for e, mentions in entities.items():
+        for s, a, z in mentions:
+            if (s, z) in offsets:
+                ends[e].add(offsets[(s, z)][1])
+    scored = right = given = 0
+    for g in gold:
+        quote = next((q for q in row.get("quotes") or [] if _overlap(g["span"], (q["start"], q["end"]))), None)
+        if quote is None or g["speaker"] not in who:
+            continue
+        scored += 1
+        if quote["speaker"] is None:
+            continue
+        given += 1
+        chain = row["chains"][quote["speaker"]]["mentions"]
+        right += any(m["end"] in ends[who[g["speaker"]]] for m in chain)
+    return {"speaker_scored": scored, "speaker_given": given, "speaker_right": right}
 
 
 def main(argv=None) -> dict:
@@ -84,6 +177,8 @@ def main(argv=None) -> dict:
     p.add_argument("--ids", default="dev", help="dev or train: LitBank fold 0's document list (default dev)")
     p.add_argument("--quick", action="store_true", help="the first 3 documents")
     p.add_argument("--json", metavar="FILE", default=None)
+    p.add_argument("-m", "--model", default="minilm-l6-long-litbank-coref", help="the coreference model whose speakers are scored")
+    p.add_argument("--no-speakers", action="store_true", help="score the quotes found only (no model run)")
     args = p.parse_args(argv)
     data = common.shared_data_dir() / "litbank"
     ids_file = data / f"{args.ids}.ids"
@@ -92,7 +187,12 @@ def main(argv=None) -> dict:
     docs = [line.strip() for line in ids_file.read_text().splitlines() if line.strip()][: 3 if args.quick else None]
     started = time.perf_counter()
     common.print_header(f"Quotes found on LitBank {args.ids} ({len(docs)} documents)", common.machine_info(common.resolve_device("cpu")))
-    rows = [score_document(d, data) for d in docs]
+    pipe = None
+    if not args.no_speakers:
+        import lfcli
+
+        pipe = lfcli.Pipeline("corefs", model=args.model)
+    rows = [score_document(d, data, pipe) for d in docs]
     for r in rows:
         if "skipped" in r:
             print(f"  skipped {r['document']}: {r['skipped']}")
@@ -103,10 +203,18 @@ def main(argv=None) -> dict:
     recall = sum(r["gold_found"] for r in rows) / max(gold, 1)
     precision = sum(r["found_right"] for r in rows) / max(found, 1)
     print(f"gold quotes found: {recall:.3f} of {gold}; found quotes that are gold: {precision:.3f} of {found}")
+    speakers = {}
+    if pipe is not None:
+        scored = sum(r["speaker_scored"] for r in rows)
+        speakers = {"speaker_accuracy": sum(r["speaker_right"] for r in rows) / max(scored, 1),
+                    "speaker_given": sum(r["speaker_given"] for r in rows) / max(scored, 1), "speaker_scored": scored}
+        print(f"speakers ({args.model}): right {speakers['speaker_accuracy']:.3f} of {scored} gold quotes found "
+              f"(a speaker given to {speakers['speaker_given']:.3f})")
     for r in rows:
         for text in r["extra"]:
             print(f"  not speech in LitBank ({r['document'][:24]}): {text!r}")
-    return common.finish_evaluation(args, {"ids": args.ids, "documents": rows, "recall": recall, "precision": precision}, started)
+    return common.finish_evaluation(args, {"ids": args.ids, "model": None if pipe is None else args.model, "documents": rows,
+                                           "recall": recall, "precision": precision, **speakers}, started)
 
 
 if __name__ == "__main__":

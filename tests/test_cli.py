@@ -529,22 +529,28 @@ def test_resume_onto_another_jobs_output_is_refused(ckpts, docs, tmp_path, suffi
 
 
 def test_resume_onto_corefs_rows_of_the_older_form_is_refused(ckpts, docs, tmp_path):
-    """Rows of `lfcli corefs` are chains of {name, mentions} (form 2); output an older lfcli
-    wrote (clusters, form 1: its job record has no row_form) is never resumed into."""
+    """Rows of `lfcli corefs` are chains of {name, mentions} and quotes (form 3); output an
+    older lfcli wrote (clusters, form 1: its job record has no row_form; chains without quotes,
+    form 2) is never resumed into."""
     out = tmp_path / "chains.jsonl"
     assert invoke("corefs", docs, "-m", ckpts["corefs"], "-o", out, "--quiet").exit_code == 0
     sidecar = tmp_path / "chains.jsonl.lfcli-job.json"
-    record = json.loads(sidecar.read_text())
-    assert record["row_form"] == 2
-    del record["row_form"]
-    sidecar.write_text(json.dumps(record))
-    out.write_text(json.dumps({"id": "a.txt", "clusters": []}) + "\n")
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    r = invoke("corefs", docs, "-m", ckpts["corefs"], "-o", out, "--resume")
-    assert r.exit_code == 2 and r.stdout == "" and r.stderr == (
-        f"lfcli: error: {out} holds `lfcli corefs` rows of an older form (form 1; this lfcli writes form 2, see the "
-        "README's output schemas), and one file never mixes the two: use --force to start over\n")
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    written = json.loads(sidecar.read_text())
+    assert written["row_form"] == 3
+    for form, row in ((1, {"id": "a.txt", "clusters": []}), (2, {"id": "a.txt", "chains": []})):
+        record = dict(written)
+        if form == 1:
+            del record["row_form"]
+        else:
+            record["row_form"] = form
+        sidecar.write_text(json.dumps(record))
+        out.write_text(json.dumps(row) + "\n")
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+        r = invoke("corefs", docs, "-m", ckpts["corefs"], "-o", out, "--resume")
+        assert r.exit_code == 2 and r.stdout == "" and r.stderr == (
+            f"lfcli: error: {out} holds `lfcli corefs` rows of an older form (form {form}; this lfcli writes form 3, see "
+            "the README's output schemas), and one file never mixes the two: use --force to start over\n")
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 @pytest.mark.parametrize("task", ["corefs", "embed", "qa", "classify"])

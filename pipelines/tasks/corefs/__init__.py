@@ -45,9 +45,10 @@ FINETUNE_OPTIONS = (
 SPEC = TaskSpec(
     name="corefs",
     summary=("Coreference chains: id, chains, each {name, mentions}: its representative name (most frequent "
-             "proper name, else most frequent other mention; null for pronouns only) and its {start, end, "
-             "text} character spans. Whole books: one chain per character (chains never join two names "
-             "that cannot be one person; far-apart chains join by name)."),
+             "proper name, else most frequent short noun phrase; null for pronouns only) and its {start, end, "
+             "text} character spans; and quotes, each {start, end, speaker}: the speaker's index in chains, or "
+             "null. Whole books: one chain per character (chains never join two names that cannot be one "
+             "person; far-apart chains join by name), a first-person narrator's \"I\" one chain."),
     runner=lazy(__name__ + ".task", "runner"),
     global_policy="none",
     architecture="LongformerForCoreference",
@@ -57,9 +58,10 @@ SPEC = TaskSpec(
     parse=parse,
     page=lazy("lfcli.pipelines.view.coref_page", "coref_page"),
     report=lazy(__name__ + ".cast", "CastReport"),
-    row_fields=("chains",),
-    # 2: chains of {name, mentions}, where form 1 had clusters (lists of mentions)
-    row_form=2,
+    row_fields=("chains", "quotes"),
+    # 2: chains of {name, mentions}, where form 1 had clusters (lists of mentions);
+    # 3: and quotes, each {start, end, speaker}
+    row_form=3,
     finetune=lazy(__name__ + ".train", "setup_corefs"),
     finetune_summary=("Train coreference (start-to-end, Kirstain et al. 2021). DATA: CoNLL-2012 files or folders "
                       "(coreference in the last column), or JSONL with text and clusters of {start, end} spans."),

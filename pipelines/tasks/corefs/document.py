@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
-from .entities import MentionReader, Name, Profile, is_nominal
+from .entities import MentionReader, Name, Profile, is_nominal, proper_name
 from .quotes import attribute
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -267,6 +267,22 @@ def _narrations(narration: dict[int, list], breaks: list[int], stories: list[int
     return out
 
 
+def _name_finder(reader: MentionReader, groups: list[list[Span]]):
+    """name text -> the group that holds most mentions of that name (its words), or None."""
+    holders: dict[frozenset, Counter] = {}
+    for k, group in enumerate(groups):
+        for span in group:
+            name = reader.mention(*span).name
+            if name is not None:
+                holders.setdefault(name.words, Counter())[k] += 1
+
+    def named(text: str) -> int | None:
+        name = proper_name(text)
+        held = holders.get(name.words) if name else None
+        return held.most_common(1)[0][0] if held else None
+    return named
+
+
 def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[int] = (),
                 stories: list[int] = ()) -> list[int | None]:
     """Each quote's speaker (quotes.attribute) as an index into `groups` (entities' mentions),
@@ -276,14 +292,19 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     among them) go to one group, the one that holds most of them. `groups` is changed in place
     (text order kept)."""
     offsets = reader.offsets
-    people = []
+    people, others, addressed = [], [], []
     for k, group in enumerate(groups):
         for s, e in group:
             m = reader.mention(s, e)
-            if m.quote is None and m.person != 2 and (m.name or m.is_person):
+            if m.quote is None and (m.name or m.is_person):
                 people.append((offsets[s][0], offsets[e][1], k))
+            elif m.quote is None and not m.kind:
+                others.append((offsets[s][0], offsets[e][1], k))
+            elif m.quote is not None and m.person == 2 and m.name:
+                addressed.append((offsets[s][0], offsets[e][1], k))
     people.sort()
-    speakers = attribute(reader.text, reader.quotes, people)
+    others.sort()
+    speakers = attribute(reader.text, reader.quotes, people, addressed, _name_finder(reader, groups), others)
     owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
     narration: dict[int, list[tuple[Span, int]]] = {}  # story -> its narration "I" and their groups
     for k, group in enumerate(groups):

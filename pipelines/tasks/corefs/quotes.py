@@ -95,18 +95,29 @@ _SPEECH_VERB = re.compile(r"\b(?:%s)\b" % "|".join(sorted(SPEECH_VERBS)), re.IGN
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 ZONE = 120  # characters looked at before and after a quote for who speaks it
 NEAR = 30  # characters at most between a speech verb and its speaker
+LOOK_BACK = 8  # quotes before a dialogue searched for its other speaker
 
 
-def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, int, int]]) -> list[int | None]:
+def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, int, int]],
+              addressed: list[tuple[int, int, int]] = (), named=None, others: list[tuple[int, int, int]] = ()
+              ) -> list[int | None]:
     """Who speaks each quote: an entity of `people` ((start, end, entity) of the mentions that
-    can speak: names, "he", "she", "I", nouns of a person, sorted by start), or None.
+    can speak: names, "he", "she", "I", nouns of a person, outside quotes, sorted by start), or
+    None. `addressed`: (start, end, entity) of the names spoken to inside quotes (is_vocative).
+    `named(text)`: the entity a name ("Winterbourne") belongs to, or None: for a name beside a
+    speech verb that the model did not take as a mention. `others`: the other mentions outside
+    quotes, sorted ("the child": a speaker when right beside a speech verb).
 
     In order: the person right beside a speech verb just after the quote ("“...,” said Silver",
-    "“...,” he answered") or just before it ("Jane, taking out the letter, said: “...”"); the
-    speaker of an earlier quote of the same paragraph (“...,” said he, “...”); the one person a
-    paragraph names outside its quotes ("Elizabeth smiled. “...”"); else, in a dialogue, the
-    speaker of the quote before last, when the last two differ (speakers take turns)."""
+    "“...,” he answered") or just before it ("Jane, taking out the letter, said: “...”", also
+    at the end of the paragraph before, when it ends in a comma or colon); the speaker of an
+    earlier quote of the same paragraph (“...,” said he, “...”); the one person a paragraph
+    names outside its quotes ("Elizabeth smiled. “...”"); the person the last sentence of the
+    paragraph before names first, for a quote alone in its paragraph after narration ("In the
+    hall the doctor stopped.\n\n“You've sent for...”"); and in a dialogue (quotes in
+    consecutive paragraphs) the two speakers take turns (_take_turns)."""
     starts = [p[0] for p in people]
+    other_starts = [p[0] for p in others]
     breaks = [m.start() for m in _PARAGRAPH.finditer(text)]
     found: list[int | None] = []
     paragraph_of: list[int] = []
@@ -114,26 +125,67 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
         paragraph = bisect.bisect_right(breaks, a)
         p0 = breaks[paragraph - 1] if paragraph else 0
         p1 = breaks[paragraph] if paragraph < len(breaks) else len(text)
+        if paragraph >= 2 and text[:p0].rstrip()[-1:] in (",", ":"):  # "...as he had said at dinner,\n\n“Poor..."
+            p0 = breaks[paragraph - 2]
         after = (b, min(quotes[k + 1][0] if k + 1 < len(quotes) else len(text), p1, b + ZONE))
         before = (max(quotes[k - 1][1] if k else 0, p0, a - ZONE), a)
-        speaker = _beside_verb(text, after, people, starts, first=True)
+        speaker = _beside_verb(text, after, people, starts, True, named, others, other_starts)
         if speaker is None:
-            speaker = _beside_verb(text, before, people, starts, first=False)
+            speaker = _beside_verb(text, before, people, starts, False, named, others, other_starts)
         if speaker is None and k and paragraph_of[-1] == paragraph:
             speaker = found[-1]  # the same paragraph's speaker goes on
         if speaker is None:
             speaker = _only_person(quotes, k, (p0, p1), people, starts)
-        if speaker is None and k >= 2 and paragraph_of[-1] != paragraph and paragraph_of[-2] != paragraph_of[-1]:
-            last, before_last = found[-1], found[-2]
-            if last is not None and before_last is not None and last != before_last:
-                speaker = before_last  # turns in a dialogue
+        if speaker is None and paragraph and not text[p0:a].strip() and not text[b:p1].strip():
+            speaker = _after_narration(text, quotes, k, breaks, paragraph, people, starts)
         found.append(speaker)
         paragraph_of.append(paragraph)
-    return found
+    return _take_turns(quotes, found, paragraph_of, addressed)
 
 
-def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool) -> int | None:
-    """The person right after, else right before, the first (last) speech verb in `zone`."""
+def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addressed) -> list[int | None]:
+    """Dialogue: in a run of quotes in consecutive paragraphs, the paragraphs of even and of odd
+    turn are two speakers. Where the known speakers of each parity are one person each (or one
+    side is known and its quotes address someone by name), the unknown quotes take their
+    parity's speaker."""
+    to_whom = [set() for _ in quotes]
+    starts = [a for a, _ in quotes]
+    for a, _, entity in addressed:
+        k = bisect.bisect_right(starts, a) - 1
+        if k >= 0 and a < quotes[k][1]:
+            to_whom[k].add(entity)
+    out = list(found)
+    run = [0]
+    for k in range(1, len(quotes) + 1):
+        if k < len(quotes) and paragraph_of[k] - paragraph_of[run[-1]] in (0, 1):
+            run.append(k)
+            continue
+        turns = {k2: (paragraph_of[k2] - paragraph_of[run[0]]) % 2 for k2 in run}
+        sides = [{found[k2] for k2 in run if turns[k2] == t and found[k2] is not None} for t in (0, 1)]
+        for t in (0, 1):  # one side known: the other is the one its quotes address, else the last other speaker
+            spoken_to = set().union(*(to_whom[k2] for k2 in run if turns[k2] == t)) - sides[t]
+            if len(sides[t]) == 1 and not sides[1 - t]:
+                earlier = [w for w in out[max(0, run[0] - LOOK_BACK):run[0]] if w is not None and w not in sides[t]]
+                if len(spoken_to) == 1:
+                    sides[1 - t] = spoken_to
+                elif earlier:
+                    sides[1 - t] = {earlier[-1]}
+        if len(run) > 1 and all(len(side) <= 1 for side in sides) and sides[0] != sides[1]:
+            for k2 in run:
+                if out[k2] is None and sides[turns[k2]]:
+                    out[k2] = next(iter(sides[turns[k2]]))
+        run = [k]
+    return out
+
+
+_NAME_AFTER = re.compile(r"\s+((?:[A-Z][\w'\u2019.-]*\s?){1,3})")
+_NAME_BEFORE = re.compile(r"((?:[A-Z][\w'\u2019.-]*\s){1,3})(?:\w+ly\s+)?$")
+
+
+def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool, named=None, others=(),
+                 other_starts=()) -> int | None:
+    """The person right after, else right before, the first (last) speech verb in `zone`; else
+    the entity `named` gives for capitalised words right there ("asked Winterbourne")."""
     verbs = list(_SPEECH_VERB.finditer(text, *zone))
     if not verbs:
         return None
@@ -143,7 +195,33 @@ def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool) 
     if after:
         return after[0][2]
     before = [p for p in inside if verb.start() - NEAR <= p[1] <= verb.start()]
-    return before[-1][2] if before else None
+    if before:
+        return before[-1][2]
+    if others:  # any mention right beside the verb: "said the child", "the child declared"
+        inside = others[bisect.bisect_left(other_starts, zone[0] - NEAR):bisect.bisect_left(other_starts, zone[1])]
+        after = [p for p in inside if verb.end() < p[0] <= verb.end() + 2 and p[1] <= zone[1]]
+        before = [p for p in inside if verb.start() - 2 <= p[1] < verb.start() and p[0] >= zone[0]]
+        if after or before:
+            return (after or before)[0][2]
+    if named is None:
+        return None
+    for found in (_NAME_AFTER.match(text, verb.end(), zone[1]),
+                  _NAME_BEFORE.search(text, max(zone[0], verb.start() - NEAR), verb.start())):
+        if found and (who := named(found.group(1).strip())) is not None:
+            return who
+    return None
+
+
+def _after_narration(text: str, quotes, k: int, breaks: list[int], paragraph: int, people, starts) -> int | None:
+    """For a quote alone in its paragraph: the first person named in the last sentence of the
+    paragraph before, when that paragraph is narration (no quote)."""
+    lo = breaks[paragraph - 2] if paragraph >= 2 else 0
+    hi = breaks[paragraph - 1]
+    if k and quotes[k - 1][1] > lo:
+        return None
+    sentence = max(text.rfind(". ", lo, hi - 2), text.rfind("\n", lo, hi - 2), lo)
+    inside = people[bisect.bisect_left(starts, sentence):bisect.bisect_left(starts, hi)]
+    return inside[0][2] if inside else None
 
 
 def _only_person(quotes, k: int, paragraph: tuple[int, int], people, starts) -> int | None:
