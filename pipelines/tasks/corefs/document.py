@@ -242,28 +242,32 @@ class DocumentEntities:
 # them one narrator, whatever chains the windows put them in.
 NARRATOR_LEAST = 10
 NARRATOR_DENSITY = 0.005  # ... and in at least this share of a scene's tokens (Treasure Island: 0.019)
+NARRATOR_SCENE = 2000  # tokens: a shorter scene neither starts a narrator nor ends one
 
 
 def _narrations(narration: dict[int, list], breaks: list[int], stories: list[int], n: int) -> list[list]:
     """The narration "I" of each narrator: those of consecutive scenes told in the first person
     (NARRATOR_LEAST "I" at least, and NARRATOR_DENSITY of their tokens) are one narrator's, as a
-    novel's narrator goes on through its scene changes; a scene told otherwise, or a story
-    break, ends it (two stories' narrators are two people)."""
+    novel's narrator goes on through its scene changes; a scene of NARRATOR_SCENE tokens or
+    more told otherwise, or a story break, ends it (two stories' narrators are two people)."""
     bounds = [0, *breaks, n]
     out: list[list] = []
-    previous = None
-    for scene in sorted(narration):
-        told = narration[scene]
+    going = False  # whether the last scene's narrator goes on
+    for scene in range(len(bounds) - 1):
+        told = narration.get(scene, [])
         size = bounds[scene + 1] - bounds[scene]
-        if len(told) < NARRATOR_LEAST or len(told) < NARRATOR_DENSITY * size:
-            previous = None
+        if scene and bounds[scene] in stories:
+            going = False
+        first_person = len(told) >= NARRATOR_LEAST and len(told) >= NARRATOR_DENSITY * size
+        if not first_person and size < NARRATOR_SCENE:  # a short scene says nothing: the narrator goes on
+            if going:
+                out[-1].extend(told)
             continue
-        story_ends = scene and bounds[scene] in stories
-        if previous == scene - 1 and not story_ends:
+        if first_person and going:
             out[-1].extend(told)
-        else:
+        elif first_person:
             out.append(list(told))
-        previous = scene
+        going = first_person
     return out
 
 
@@ -286,46 +290,74 @@ def _name_finder(reader: MentionReader, groups: list[list[Span]]):
 def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[int] = (),
                 stories: list[int] = ()) -> list[int | None]:
     """Each quote's speaker (quotes.attribute) as an index into `groups` (entities' mentions),
-    and the first person put with the person it is: inside a quote whose speaker is known, its
-    "I", "me", "my" go to the speaker's group; outside quotes, one narrator's "I" (_narrations:
-    consecutive first-person scenes between `breaks`, scene and story breaks, no story break
-    among them) go to one group, the one that holds most of them. `groups` is changed in place
-    (text order kept)."""
+    and the first person put with the person it is. Outside quotes, one narrator's "I"
+    (_narrations: consecutive first-person scenes between `breaks`, scene and story breaks, no
+    story break among them) go to one group, the one that holds most of them, and the entity
+    others call the narrator by in speech to them joins it (_narrator_name: "Jim"). Inside a
+    quote whose speaker is known, its "I", "me", "my" go to the speaker's group. `groups` is
+    changed in place (text order kept)."""
     offsets = reader.offsets
+    owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
+    narration: dict[int, list[tuple[Span, int]]] = {}  # scene -> its narration "I" and their groups
+    for k, group in enumerate(groups):
+        for span in group:
+            m = reader.mention(*span)
+            if m.kind == "i" and m.quote is None:
+                narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
+    narrators = []
+    for told in _narrations(narration, breaks, stories, len(offsets)):
+        narrator = Counter(k for _, k in told).most_common(1)[0][0]
+        owner.update((span, narrator) for span, k in told if k != narrator)
+        narrators.append(narrator)
     people, others, addressed = [], [], []
     for k, group in enumerate(groups):
         for s, e in group:
             m = reader.mention(s, e)
             if m.quote is None and (m.name or m.is_person):
-                people.append((offsets[s][0], offsets[e][1], k))
+                people.append((offsets[s][0], offsets[e][1], owner.get((s, e), k)))  # "said I": the narrator
             elif m.quote is None and not m.kind:
                 others.append((offsets[s][0], offsets[e][1], k))
             elif m.quote is not None and m.person == 2 and m.name:
                 addressed.append((offsets[s][0], offsets[e][1], k))
     people.sort()
     others.sort()
+    addressed.sort()
     speakers = attribute(reader.text, reader.quotes, people, addressed, _name_finder(reader, groups), others)
-    owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
-    narration: dict[int, list[tuple[Span, int]]] = {}  # story -> its narration "I" and their groups
+    joined = {}  # a group -> the narrator group it joins
+    for narrator in narrators:
+        named = _narrator_name(reader.quotes, speakers, addressed, narrator)
+        if named is not None and named not in joined and named not in narrators:
+            joined[named] = narrator
+    speakers = [joined.get(k, k) for k in speakers]
     for k, group in enumerate(groups):
         for span in group:
             m = reader.mention(*span)
-            if m.kind != "i":
-                continue
-            if m.quote is not None:
-                if speakers[m.quote] is not None and speakers[m.quote] != k:
-                    owner[span] = speakers[m.quote]
-            else:
-                narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
-    for told in _narrations(narration, breaks, stories, len(offsets)):
-        narrator = Counter(k for _, k in told).most_common(1)[0][0]
-        owner.update((span, narrator) for span, k in told if k != narrator)
+            if m.kind == "i" and m.quote is not None and speakers[m.quote] not in (None, joined.get(k, k)):
+                owner[span] = speakers[m.quote]
+    for k, narrator in joined.items():
+        owner.update((span, narrator) for span in groups[k] if span not in owner)
     if owner:
         for k, group in enumerate(groups):
             group[:] = [span for span in group if owner.get(span, k) == k]
         for span, k in owner.items():
             bisect.insort(groups[k], span)
     return speakers
+
+
+def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int, least: int = 2) -> int | None:
+    """The entity other people call the narrator by: the one most often addressed by name
+    (`addressed`: (start, end, entity) of vocatives, sorted) in a quote next to one the
+    narrator speaks, by someone else ("“Jim,” said he"); None below `least` such quotes."""
+    starts = [a for a, _ in quotes]
+    votes = Counter()
+    for a, _, entity in addressed:
+        q = bisect.bisect_right(starts, a) - 1
+        if q < 0 or speakers[q] in (None, narrator) or entity == speakers[q]:
+            continue
+        if any(0 <= q + d < len(quotes) and speakers[q + d] == narrator for d in (-1, 1)):
+            votes[entity] += 1
+    (entity, count), = votes.most_common(1) or [(None, 0)]
+    return entity if count >= least else None
 
 
 def chain_spans(row: dict) -> list[list[tuple[int, int]]]:

@@ -15,7 +15,7 @@ from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
 from .document import DocumentEntities, give_quotes
-from .entities import Mention, MentionReader, Profile, scene_breaks
+from .entities import Mention, MentionReader, Name, Profile, scene_breaks
 from .stories import story_breaks
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -29,15 +29,32 @@ Span = tuple[int, int]  # a mention's first and last token (document positions)
 SCENE_WIDTH = 2000  # tokens each side of a paragraph start whose people are compared
 SCENE_NAMES = 1  # different names each side must hold
 # A story break (stories.py: the words on the two sides are unlike) holds for the whole document
-# only where the people change there too (a scene break this many tokens away at most): words
-# alone also flag places inside novels (16 in Jane Eyre, 35 in David Copperfield), where
-# chains must still join by name.
-STORY_SCENE_NEAR = 500
+# only where the people change there too, and for good: a scene break at the same paragraph,
+# and at most STORY_SHARED of the people's names of the text before it (since the last story
+# break) named again after it. Words alone also flag places inside novels (16 in Jane Eyre, 35
+# in David Copperfield), where chains must still join by name; one of Jane Eyre's is a scene
+# break too, but Bessie and Mrs. Reed come back after it. Two LitBank excerpts may share a
+# name ("Emma").
+STORY_SHARED = 1
 
 
-def confirmed_stories(stories: list[int], scenes: list[int], near: int = STORY_SCENE_NEAR) -> list[int]:
-    """The story breaks with a scene break at most `near` tokens away."""
-    return [b for b in stories if scenes and min(abs(b - s) for s in scenes) <= near]
+def confirmed_stories(stories: list[int], scenes: list[int], named: list[tuple[int, Name]],
+                      shared: int = STORY_SHARED) -> list[int]:
+    """The story breaks that are scene breaks, past which at most `shared` of the people's
+    names before them come back (`named`: (position, name) of people's names, in order)."""
+    scenes = set(scenes)
+    confirmed: list[int] = []
+    positions = [p for p, _ in named]
+    for b in stories:
+        if b not in scenes:
+            continue
+        lo = bisect.bisect_left(positions, confirmed[-1] if confirmed else 0)
+        at = bisect.bisect_left(positions, b)
+        before = {n.words for _, n in named[lo:at] if len(n.words) > 0}
+        after = {n.words for _, n in named[at:]}
+        if len(before & after) <= shared:
+            confirmed.append(b)
+    return confirmed
 
 
 class CorefTask(Task):
@@ -131,8 +148,9 @@ class CorefTask(Task):
 
     def finish(self, doc, prepared, results):
         reader = prepared.extra.get("mentions") or MentionReader(doc.text, prepared.encoded.offsets, {})
-        scenes = self.scene_breaks(reader, prepared, results) if self.rules else []
-        stories = confirmed_stories(prepared.extra.get("story_breaks", []), scenes) if self.rules else []
+        named = self.people_named(reader, prepared, results) if self.rules else []
+        scenes = scene_breaks(named, prepared.extra.get("paragraph_starts", []), width=SCENE_WIDTH, least=SCENE_NAMES)
+        stories = confirmed_stories(prepared.extra.get("story_breaks", []), scenes, named) if self.rules else []
         breaks = sorted({*scenes, *stories})
         entities = DocumentEntities(reader, rules=self.rules, breaks=breaks, stories=stories)
         for item, clusters in zip(prepared.items, results):
@@ -154,13 +172,14 @@ class CorefTask(Task):
         quotes = [{"start": a, "end": z, "speaker": chain_of.get(who)} for (a, z), who in zip(reader.quotes, speakers)]
         return {"id": doc.id, "chains": [c for c, _ in kept], "quotes": quotes}
 
-    def scene_breaks(self, reader: MentionReader, prepared, results) -> list[int]:
-        """The document's scene breaks (entities.scene_breaks), read from the people's
-        names among the mentions each window keeps."""
+    @staticmethod
+    def people_named(reader: MentionReader, prepared, results) -> list[tuple[int, Name]]:
+        """(position, name) of the people's names among the mentions each window keeps, in
+        order: what scene breaks (entities.scene_breaks) and story breaks are read from."""
         named = {}
         for item, clusters in zip(prepared.items, results):
             named.update(named_people(reader, clusters, item.owned))
-        return scene_breaks(sorted(named.items()), prepared.extra.get("paragraph_starts", []), width=SCENE_WIDTH, least=SCENE_NAMES)
+        return sorted(named.items())
 
     def schema(self):
         mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
