@@ -10,6 +10,10 @@ each, default options. Per novel:
   other gender         of the "he/him/his/himself" and "she/her/hers/herself" in chains whose
                        name says a gender (an honorific, "Mr.", "Miss", or a book's own "Miss
                        Lizzy": entities.NameForms), the share of the other gender
+  minority gender      of the he/she pronouns in the chains of a proper name ("Basil", "Miss
+                       Stapleton" apart from "Stapleton": all the
+                       chains named so), the share of the gender the book gives that name
+                       less often (names whose he and she are not two to one are left out)
   quotes with speaker  the share of found quotes given a speaker chain
   seconds              the whole process
 
@@ -49,22 +53,32 @@ def figures(text: str, row: dict) -> dict:
         return k >= 0 and char < quotes[k][1]
 
     forms = NameForms(text)
-    told, wrong, gendered = Counter(), 0, 0
+    told, wrong, gendered, minority, named_he_she = Counter(), 0, 0, 0, 0
+    by_name: dict[tuple, list[tuple[int, int]]] = {}  # a name (its words and honorific) -> its chains' he, she
     for k, chain in enumerate(row["chains"]):
         for m in chain["mentions"]:
             if m["text"].lower() in FIRST_PERSON and not in_quote(m["start"]):
                 told[k] += 1
         name = proper_name(chain["name"] or "")
         gender = forms.apply(name, chain["name"]).gender if name else None
+        words = [m["text"].lower() for m in chain["mentions"]]
+        he, she = sum(w in HE for w in words), sum(w in SHE for w in words)
         if gender:
-            words = [m["text"].lower() for m in chain["mentions"]]
-            gendered += sum(w in HE | SHE for w in words)
-            wrong += sum(w in (SHE if gender == "m" else HE) for w in words)
+            gendered += he + she
+            wrong += she if gender == "m" else he
+        if name:  # the he/she of every chain of a name, to read the name's gender from the book
+            by_name.setdefault((name.words, name.address, name.gender), []).append((he, she))
+    for chains in by_name.values():  # a name's gender: the book's he/she for it, two to one at least
+        he, she = sum(h for h, _ in chains), sum(s for _, s in chains)
+        if max(he, she) >= 2 * min(he, she) and he + she:
+            named_he_she += he + she
+            minority += min(he, she)
     narrator, held = told.most_common(1)[0] if told else (None, 0)
     found = row.get("quotes") or []
     return {"narration_i": sum(told.values()), "narrator_share": held / max(sum(told.values()), 1),
             "narrator_title": row["chains"][narrator]["name"] if narrator is not None else None,
             "he_she_in_gendered_chains": gendered, "other_gender": wrong / max(gendered, 1),
+            "he_she_in_named_chains": named_he_she, "minority_gender": minority / max(named_he_she, 1),
             "quotes": len(found), "quotes_with_speaker": sum(q["speaker"] is not None for q in found) / max(len(found), 1)}
 
 
@@ -94,9 +108,10 @@ def main(argv=None) -> dict:
             f["seconds"] = seconds
             results["books"][book] = f
             rows.append([book[:30], f["narration_i"], f"{f['narrator_share']:.0%}", f["narrator_title"],
-                         f"{f['other_gender']:.1%} of {f['he_she_in_gendered_chains']}", f"{f['quotes_with_speaker']:.0%} of {f['quotes']}",
+                         f"{f['other_gender']:.1%} of {f['he_she_in_gendered_chains']}",
+                         f"{f['minority_gender']:.1%} of {f['he_she_in_named_chains']}", f"{f['quotes_with_speaker']:.0%} of {f['quotes']}",
                          f"{seconds:.0f}"])
-    common.print_table(["novel", "narration I", "narrator share", "narrator title", "other gender", "quotes with speaker", "s"], rows)
+    common.print_table(["novel", "narration I", "narrator share", "narrator title", "other gender", "minority gender", "quotes with speaker", "s"], rows)
     common.write_json(args.json, results)
     return results
 

@@ -1,7 +1,7 @@
 """The HTML views in a real browser: headless Chromium (Debian's chromium and chromium-driver)
 driven by selenium opens each page from disk and checks what a person sees: a chain's colour
 on its mentions, one chain highlighted, answers best first and the jump to their passage, the
-classify table sorted by a click, a document's `<script>` shown and never run, no request
+classify table sorted by a click, a quote's speaker on hover, a document's `<script>` shown and never run, no request
 leaving the page, and a whole novel's page painting only what is near the screen, then its
 last chapter when scrolled there (how fast: benchmarks/page_open.py).
 Skipped, saying what to install, where Chromium, chromedriver or selenium is missing."""
@@ -93,6 +93,26 @@ def test_a_chain_has_one_colour_and_a_click_highlights_it_alone(browser, tmp_pat
     shown = browser.find_element(By.CSS_SELECTOR, "article").text
     assert "<script>window.pwned = 1;" in shown and ran_nothing(browser, TITLE)
     assert requests_made(browser) == []
+
+
+def test_hovering_a_quote_names_its_speaker_and_highlights_the_speakers_chain(browser, tmp_path):
+    from selenium.webdriver import ActionChains
+    from selenium.webdriver.common.by import By
+
+    text = "\u201cI am tired,\u201d said Anna. Tom laughed.\n\n\u201cSo am I.\u201d\n\n\u201cWho knows?\u201d"
+    rows = [{"id": "d", "chains": [{"name": "Tom", "mentions": spans(text, r"\bTom\b")},
+                                   {"name": "Anna", "mentions": spans(text, r"\bAnna\b|(?<=\u201c)I\b")}],
+             "quotes": [{"start": m.start(), "end": m.end(), "speaker": who} for m, who in
+                        zip(re.finditer("\u201c[^\u201d]*\u201d", text), (1, 0, None))]}]
+    open_page(browser, tmp_path / "quotes.html", render("corefs", rows, {"d": text}))
+    wait_for(browser, "document.querySelectorAll('.q').length == 3")
+    said = browser.execute_script("return Array.from(document.querySelectorAll('.q')).map(q => [q.textContent, q.title])")
+    assert said == [["\u201cI am tired,\u201d", "said by Anna"], ["\u201cSo am I.\u201d", "said by Tom"],
+                    ["\u201cWho knows?\u201d", "speaker not found"]]
+    assert browser.execute_script("return document.querySelector('.q .m').textContent") == "I"  # its mentions inside
+    ActionChains(browser).move_to_element(browser.find_elements(By.CSS_SELECTOR, ".q")[1]).perform()
+    assert browser.execute_script("return document.body.dataset.chain") == browser.execute_script(
+        "return Array.from(document.querySelectorAll('li[data-c]')).find(li => li.textContent.startsWith('Tom')).dataset.c")
 
 
 def test_chains_side_by_side_look_different_past_the_palette(browser, tmp_path):

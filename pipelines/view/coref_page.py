@@ -3,7 +3,8 @@ colour, and past the first 24 chains an underline; chains that meet in the text 
 a look, see chain_looks), beside a list of its chains by name and mention count (named ones
 first, each group biggest first; a chain with no name is titled by its commonest pronoun,
 "she (unnamed)"); hovering a chain (in the list or on a mention) or clicking it highlights
-that chain alone, and clicking its name again steps to its next mention.
+that chain alone, and clicking its name again steps to its next mention. Quotes are shaded;
+hovering one names its speaker and highlights the speaker's chain.
 
 A whole novel is 700 KB of text and 20,000 mentions, more spans than a page should build at
 once. So the text goes in as plain escaped text cut into sections of about SECTION_CHARS
@@ -46,6 +47,8 @@ CSS = """
 .nm{flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .ct{color:var(--dim);font-variant-numeric:tabular-nums}
 .m{border-radius:2px;cursor:pointer}
+.q{background-image:linear-gradient(#f4ecd8,#f4ecd8);background-size:100% 35%;background-position:0 100%;background-repeat:no-repeat}
+.q[data-c]{cursor:help}
 .m .m{box-shadow:inset 0 -2px rgba(0,0,0,.3)}
 """
 
@@ -72,8 +75,14 @@ SCRIPT = r"""
       const e = Math.min(flat[i + 1], top.end);  // a crossing mention is cut at its parent's end
       if (e <= s) continue;
       const span = document.createElement('span');
-      span.className = 'm c' + c;
-      span.title = names[c] + ' (' + counts[c] + ')';
+      if (c < 0) {  // a quote: -1 when its speaker is not known, else -2 - the speaker's chain
+        span.className = 'q';
+        span.title = c === -1 ? 'speaker not found' : 'said by ' + names[-2 - c];
+        if (c !== -1) span.dataset.c = -2 - c;
+      } else {
+        span.className = 'm c' + c;
+        span.title = names[c] + ' (' + counts[c] + ')';
+      }
       top.node.append(span);
       stack.push({node: span, end: e});
     }
@@ -130,7 +139,7 @@ SCRIPT = r"""
       i -= n;
     }
   }
-  const chainOf = el => { const m = el.closest && el.closest('.m, li[data-c]'); return m ?
+  const chainOf = el => { const m = el.closest && el.closest('.m, li[data-c], .q[data-c]'); return m ?
     +(m.dataset.c !== undefined ? m.dataset.c : m.className.match(/c(\d+)/)[1]) : null; };
   document.addEventListener('mouseover', function (ev) {
     const c = chainOf(ev.target);
@@ -228,9 +237,24 @@ def _mention_spans(chains: list[dict], first: int, n: int) -> tuple[list[tuple[i
     return spans, outside
 
 
+def _quote_spans(row: dict, chains: list[dict], first: int, n: int) -> list[tuple[int, int, int]]:
+    """(start, end, code) of the row's quotes inside a text of `n` characters: code -1 when the
+    speaker is not known, else -2 - the speaker's global chain (`chains`: the page's order)."""
+    rank = {id(chain): first + r for r, chain in enumerate(chains)}
+    given = row.get("chains") or []
+    out = []
+    for q in row.get("quotes") or []:
+        s, e, who = q.get("start"), q.get("end"), q.get("speaker")
+        if isinstance(s, int) and isinstance(e, int) and 0 <= s < e <= n:
+            known = isinstance(who, int) and 0 <= who < len(given)
+            out.append((s, e, -2 - rank[id(given[who])] if known else -1))
+    return out
+
+
 def _section_data(text: str, bounds: list[tuple[int, int]], spans: list[tuple[int, int, int]]) -> list[list[int]]:
     """Per section, the flat [start, end, chain, ...] of the mentions in it (a mention over
-    a section's end is split there), in UTF-16 units from the section's start."""
+    a section's end is split there), in UTF-16 units from the section's start. A quote's
+    "chain" is negative (_quote_spans)."""
     starts = [s for s, _ in bounds]
     flats: list[list[int]] = [[] for _ in bounds]
     units = [_utf16(text[s:e]) for s, e in bounds]
@@ -316,7 +340,9 @@ def _document(k: int, row: dict, text: str | None, first: int, out: dict) -> str
     shown = dom_text(text)
     bounds = section_bounds(shown)
     base = len(out["sections"])
-    out["sections"].extend(_section_data(shown, bounds, spans))
+    quotes = _quote_spans(row, chains, first, len(text))
+    painted = sorted(spans + quotes, key=lambda t: (t[0], -t[1], t[2] >= 0))  # a quote wraps what it holds
+    out["sections"].extend(_section_data(shown, bounds, painted))
     notes = _mismatch_note(text, chains)
     if outside:
         notes += f'<p class="note">{outside} mentions lie outside the text and are not shown.</p>'
