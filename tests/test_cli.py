@@ -573,3 +573,18 @@ def test_an_empty_document_is_an_error_row_in_every_task(ckpts, tmp_path, task):
 
     rows = getattr(lfcli, task)(["", "  "], model=ckpts[task], **({"question": "Who came?"} if task == "qa" else {}))
     assert rows == [{"id": "0", "error": "empty document"}, {"id": "1", "error": "empty document"}]
+
+
+def test_corefs_writes_its_quotes_to_parquet(ckpts, tmp_path):
+    """Row form 3: each row's quotes, {start, end, speaker}, in JSONL and Parquet alike."""
+    import pyarrow.parquet as pq
+
+    text = "Anna came in.\n\n\u201cI am cold,\u201d said Anna. \u201cVery cold.\u201d\n\nThe fire was low."
+    (tmp_path / "a.txt").write_text(text)
+    out = tmp_path / "chains.parquet"
+    assert invoke("corefs", tmp_path / "a.txt", "-m", ckpts["corefs"], "-o", out, "--quiet").exit_code == 0
+    (row,) = pq.read_table(out).to_pylist()
+    assert [text[q["start"]:q["end"]] for q in row["quotes"]] == ["\u201cI am cold,\u201d", "\u201cVery cold.\u201d"]
+    assert all(q["speaker"] is None or 0 <= q["speaker"] < len(row["chains"]) for q in row["quotes"])
+    (line,) = rows_of(invoke("corefs", tmp_path / "a.txt", "-m", ckpts["corefs"], "--quiet").stdout)
+    assert line["quotes"] == row["quotes"]

@@ -6,6 +6,7 @@ the adapter folder (under the size the bundled model must keep), loading it for 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -585,3 +586,26 @@ def test_coref_settings_of_the_wrong_kind_are_refused(coref_dir, tmp_path, setti
     (key, value), = setting.items()
     with pytest.raises(ConfigError, match=rf'"{key}" in the "coref" block must be .*, got {re.escape(json.dumps(value))}'):
         LongformerForCoreference.from_pretrained(folder)
+
+
+def test_a_row_gives_each_quote_its_speaker_and_the_quotes_i_to_the_speakers_chain(coref_dir):
+    """With the windows' chains given: "said Anna" makes Anna the speaker of the quote before
+    it; the quote's "I" (a chain of its own in the windows) joins Anna's chain, whose index the
+    quote carries; the second quote has nobody beside it and no dialogue: no speaker."""
+    text = "Anna came in . \u201c I am cold , \u201d said Anna .\n\nThe fire was low .\n\n\u201c Wood ! \u201d"
+    tok = DocumentTokenizer.from_folder(coref_dir, 64)
+    task = CorefTask(tok, "none")
+    prepared = task.prepare(0, Document("d", text))
+    offsets = prepared.encoded.offsets
+
+    def at(words: str, k: int = 0) -> tuple[int, int]:  # the k-th span of tokens that reads `words`
+        a = [m.start() for m in re.finditer(re.escape(words), text)][k]
+        return ([t for t, (s, _) in enumerate(offsets) if s == a][0],
+                [t for t, (_, e) in enumerate(offsets) if e == a + len(words)][0])
+    results = [[[at("Anna"), at("Anna", 1)], [at("I")], [at("The fire")]]]
+    row = task.finish(Document("d", text), prepared, results)
+    quotes = [(q["start"], q["end"]) for q in row["quotes"]]
+    assert [text[a:z] for a, z in quotes] == ["\u201c I am cold , \u201d", "\u201c Wood ! \u201d"]
+    anna = row["chains"][row["quotes"][0]["speaker"]]
+    assert [m["text"] for m in anna["mentions"]] == ["Anna", "I", "Anna"] and anna["name"] == "Anna"
+    assert row["quotes"][1]["speaker"] is None

@@ -1,0 +1,114 @@
+"""Quotes and their speakers (pipelines/tasks/corefs/quotes.py), and what the document's
+chains take from them (document.give_quotes): a quote's "I" is its speaker, a first-person
+narration's "I" is one narrator named as the others call them. Each rule on a small text of
+its own, with the mentions given by hand (no model): the rules, not a model, are under test."""
+
+from __future__ import annotations
+
+import re
+
+from lfcli.pipelines.tasks.corefs.document import _narrations, give_quotes
+from lfcli.pipelines.tasks.corefs.entities import MentionReader, pronoun_kind, proper_name
+from lfcli.pipelines.tasks.corefs.quotes import attribute, quote_spans
+from lfcli.pipelines.tasks.corefs.task import confirmed_stories
+
+
+def people(text: str, who: dict[str, int]) -> list[tuple[int, int, int]]:
+    """(start, end, entity) of each whole-word occurrence of the words in `who`, outside quotes."""
+    quotes = quote_spans(text)
+    out = []
+    for word, entity in who.items():
+        for m in re.finditer(rf"\b{re.escape(word)}\b", text):
+            if not any(a <= m.start() < b for a, b in quotes):
+                out.append((m.start(), m.end(), entity))
+    return sorted(out)
+
+
+def speakers(text: str, who: dict[str, int], **kw) -> list[int | None]:
+    return attribute(text, quote_spans(text), people(text, who), **kw)
+
+
+def test_the_person_beside_a_speech_verb_speaks():
+    text = ("\u201cCome in,\u201d said Silver. \u201cNo,\u201d Jim answered.\n\n"
+            "Jim, taking the letter, said: \u201cIt is yours.\u201d\n\n"
+            "The doctor spoke at dinner,\n\n\u201cPoor Miss Taylor!\u201d")
+    assert speakers(text, {"Silver": 0, "Jim": 1, "doctor": 2}) == [0, 1, 1, 2]
+
+
+def test_a_paragraphs_speaker_goes_on_and_a_lone_person_speaks():
+    text = ("\u201cI see,\u201d said he, \u201cand I agree.\u201d\n\n"
+            "Anna smiled at the window. \u201cIt is late.\u201d\n\n"
+            "In the hall the doctor stopped.\n\n\u201cYou sent for him?\u201d")
+    assert speakers(text, {"he": 0, "Anna": 1, "doctor": 2}) == [0, 0, 1, 2]
+
+
+def test_in_a_dialogue_two_speakers_take_turns():
+    text = ("\u201cWhere from?\u201d asked Anna.\n\n\u201cGeorgia.\u201d\n\n\u201cWhere is that?\u201d\n\n"
+            "\u201cFar,\u201d said Tom.\n\n\u201cHow far?\u201d")
+    assert speakers(text, {"Anna": 0, "Tom": 1}) == [0, 1, 0, 1, 0]
+    # one side known only: the other is the one its quotes address by name
+    text = "\u201cTom, where from?\u201d asked Anna.\n\n\u201cGeorgia.\u201d\n\n\u201cFar?\u201d"
+    tom = text.index("Tom")
+    assert speakers(text, {"Anna": 0}, addressed=[(tom, tom + 3, 1)]) == [0, 1, 0]
+    # a run broken by narration is two dialogues: nothing carries over a lone unknown quote
+    text = "\u201cHello,\u201d said Anna.\n\nThe rain fell all night on the roofs of the town.\n\n\u201cWho?\u201d"
+    assert speakers(text, {"Anna": 0}) == [0, None]
+
+
+def test_a_speaker_the_model_missed_is_found_by_name_and_a_noun_beside_the_verb():
+    text = "\u201cAre you American?\u201d asked Winterbourne.\n\n\u201cI am,\u201d said the child."
+    child = text.index("the child")
+    found = attribute(text, quote_spans(text), [], named=lambda name: 4 if name.rstrip(".") == "Winterbourne" else None,
+                      others=[(child, child + 9, 5)])
+    assert found == [4, 5]
+
+
+def reader_over_words(text: str) -> tuple[MentionReader, list[tuple[int, int]]]:
+    """A MentionReader with one token a word (punctuation its own token) and the words' spans."""
+    spans = [(m.start(), m.end()) for m in re.finditer(r"\w+|[^\w\s]", text)]
+    pronouns = {(i, i): pronoun_kind(text[a:z]) for i, (a, z) in enumerate(spans) if pronoun_kind(text[a:z])}
+    return MentionReader(text, spans, pronouns), spans
+
+
+def token(spans, text: str, word: str, k: int = 0) -> tuple[int, int]:
+    at = [i for i, (a, z) in enumerate(spans) if text[a:z] == word][k]
+    return (at, at)
+
+
+def test_a_quotes_i_joins_its_speaker_and_the_narration_i_is_one_narrator_named_by_the_others():
+    text = ("I walked to the inn. " * 10 + "\n\n"  # ten narration "I": a first-person narration
+            "\u201cJim, sit here,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n"
+            "\u201cJim, eat,\u201d said Silver.\n\n\u201cGood,\u201d said I. I smiled.")
+    reader, spans = reader_over_words(text)
+    t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
+    narration = [t("I", k) for k in range(10)] + [t("I", 11), t("I", 12), t("I", 13)]
+    groups = [narration[:10],  # the windows put the narrator's "I" in three chains
+              [t("Silver", 0), t("Silver", 1)],
+              [t("Jim", 0), t("Jim", 1)],
+              [t("I", 10), narration[10]],  # the quote's "I" with the first "said I"
+              narration[11:]]
+    speakers = give_quotes(reader, groups, breaks=[], stories=[])
+    narrator = next(k for k, g in enumerate(groups) if narration[0] in g)
+    assert all(i in groups[narrator] for i in narration)
+    assert t("I", 10) in groups[narrator]  # "I will," said I: the narrator's
+    assert t("Jim", 0) in groups[narrator]  # what Silver calls the narrator, in quotes next to the narrator's
+    assert speakers == [1, narrator, 1, narrator]
+    assert groups[2] == [] and groups[3] == [] and groups[4] == []
+
+
+def test_narrators_run_through_scenes_but_not_across_a_story_or_a_long_third_person_scene():
+    told = lambda n, k: [((i, i), k) for i in range(n)]  # noqa: E731
+    narration = {0: told(30, 0), 1: told(3, 1), 2: told(40, 2), 4: told(30, 3)}
+    # scene 1 is short (says nothing), scene 3 is long and holds no "I": two narrators
+    breaks, n = [3000, 3500, 7000, 12000], 15000
+    runs = _narrations(narration, breaks, [], n)
+    assert [len(r) for r in runs] == [73, 30]
+    assert [len(r) for r in _narrations(narration, breaks, [3500], n)] == [33, 40, 30]  # a story break at 3500
+
+
+def test_a_story_break_holds_only_where_the_people_change_for_good():
+    named = [(p, proper_name(name)) for p, name in ((10, "Roderick"), (50, "Usher"), (300, "Bartleby"), (350, "Turkey"),
+                                                    (600, "Ichabod"), (900, "Turkey"), (950, "Bartleby"))]
+    assert confirmed_stories([200, 500], [200, 500], named) == [200]  # past 500, Turkey and Bartleby come back...
+    assert confirmed_stories([200, 500], [200, 500], named, shared=2) == [200, 500]  # ...two names: allowed here
+    assert confirmed_stories([200], [210], named) == []  # no scene break at the same paragraph
