@@ -19,6 +19,7 @@ each, default options. Per novel:
 
     python benchmarks/coref_narrator.py                   # the bundled model, three novels
     python benchmarks/coref_narrator.py -m base --json out.json
+    python benchmarks/coref_narrator.py --quick           # Treasure Island only
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-m", "--model", default="minilm-l6-long-litbank-coref")
     p.add_argument("--books", nargs="*", default=list(BOOKS), help="file names under litbank/original")
+    p.add_argument("--quick", action="store_true", help="the first book only (Treasure Island, ~15 s)")
     p.add_argument("--json", metavar="FILE", default=None)
     args = p.parse_args(argv)
+    args.books = args.books[:1] if args.quick else args.books
     import torch
 
     folder = common.shared_data_dir() / "litbank" / "original"

@@ -292,8 +292,9 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     """Each quote's speaker (quotes.attribute) as an index into `groups` (entities' mentions),
     and the first person put with the person it is. Outside quotes, one narrator's "I"
     (_narrations: consecutive first-person scenes between `breaks`, scene and story breaks, no
-    story break among them) go to one group, the one that holds most of them, and the entity
-    others call the narrator by in speech to them joins it (_narrator_name: "Jim"). Inside a
+    story break among them) go to one group of their own, and the entity
+    others call the narrator by in speech to them joins it (_narrator_name: "Jim"); each
+    narrator is a new group at the end of `groups`. Inside a
     quote whose speaker is known, its "I", "me", "my" go to the speaker's group. `groups` is
     changed in place (text order kept)."""
     offsets = reader.offsets
@@ -306,8 +307,11 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
                 narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
     narrators = []
     for told in _narrations(narration, breaks, stories, len(offsets)):
-        narrator = Counter(k for _, k in told).most_common(1)[0][0]
-        owner.update((span, narrator) for span, k in told if k != narrator)
+        # a group of its own: the chain that held most of the narrator's "I" may also hold a
+        # name the window model linked to it ("Hands" beside the narrator's "I"), which stays there
+        narrator = len(groups)
+        groups.append([])
+        owner.update((span, narrator) for span, _ in told)
         narrators.append(narrator)
     people, others, addressed = [], [], []
     for k, group in enumerate(groups):
