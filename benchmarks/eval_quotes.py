@@ -70,31 +70,12 @@ def gold_quotes(ann: Path, offsets) -> list[dict]:
 
 def gold_entities(conll: Path) -> dict[int, list[tuple[int, int, int]]]:
     """entity -> its mentions as (sentence, first token, last token), from a LitBank CoNLL file
-    (the same sentences and tokens as the quotations' *_brat.txt)."""
-    entities: dict[int, list] = defaultdict(list)
-    sentence, token, open_at = 0, 0, defaultdict(list)
-    for line in conll.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) < 3:
-            if token:
-                sentence, token = sentence + 1, 0
-            continue
-        for part in fields[-1].split("|"):
-            for entity, closing in re.findall(r"\((\d+)|(\d+)\)", part):
-                if entity:
-                    open_at[int(entity)].append(token)
-            if re.fullmatch(r"\((\d+)\)", part):
-                e = int(part[1:-1])
-                open_at[e].pop()
-                entities[e].append((sentence, token, token))
-            else:
-                for closing in re.findall(r"(?<!\()(\d+)\)", part):
-                    e = int(closing)
-                    entities[e].append((sentence, open_at[e].pop(), token))
-        token += 1
-    return entities
+    (the same sentences and tokens as the quotations' *_brat.txt), read by lfcli's CoNLL reader."""
+    from lfcli.pipelines.io.conll import read_conll
+
+    (doc,) = read_conll(conll)
+    sentence_of = [(s, t - first) for s, (first, end) in enumerate(doc.sentences) for t in range(first, end)]
+    return {k: [(*sentence_of[a], sentence_of[z - 1][1]) for a, z in spans] for k, spans in enumerate(doc.token_clusters)}
 
 
 def speaker_entities(gold: list[dict], entities: dict, offsets, text: str) -> dict[str, int]:

@@ -317,12 +317,14 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     for k, group in enumerate(groups):
         for s, e in group:
             m = reader.mention(s, e)
-            if m.quote is None and (m.name or m.is_person):
-                people.append((offsets[s][0], offsets[e][1], owner.get((s, e), k)))  # "said I": the narrator
-            elif m.quote is None and not m.kind:
-                others.append((offsets[s][0], offsets[e][1], k))
-            elif m.quote is not None and m.person == 2 and m.name:
+            if m.quote is not None and m.person == 2 and m.name:
                 addressed.append((offsets[s][0], offsets[e][1], k))
+            elif reader.quote_of(offsets[s][0]) is not None:
+                continue  # in a quote, and not the one addressed (a Mention keeps its quote only when it says who speaks)
+            elif m.name or m.is_person:
+                people.append((offsets[s][0], offsets[e][1], owner.get((s, e), k)))  # "said I": the narrator
+            elif not m.kind:
+                others.append((offsets[s][0], offsets[e][1], k))
     people.sort()
     others.sort()
     addressed.sort()

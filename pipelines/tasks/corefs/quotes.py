@@ -89,7 +89,7 @@ SPEECH_VERBS = frozenset(
     "said say says saying cried cries replied replies answered answers asked asks exclaimed returned continued added "
     "observed remarked muttered whispered shouted called began rejoined inquired enquired repeated resumed interrupted "
     "declared growled sighed murmured stammered retorted responded told protested urged pursued demanded pleaded "
-    "persisted explained suggested admitted agreed insisted roared screamed sobbed laughed went thought cries "
+    "persisted explained suggested admitted agreed insisted roared screamed sobbed laughed went thought "
     "groaned grumbled snapped gasped panted whimpered bawled yelled hissed faltered concluded ejaculated".split())
 _SPEECH_VERB = re.compile(r"\b(?:%s)\b" % "|".join(sorted(SPEECH_VERBS)), re.IGNORECASE)
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
@@ -135,7 +135,7 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
         if speaker is None and k and paragraph_of[-1] == paragraph:
             speaker = found[-1]  # the same paragraph's speaker goes on
         if speaker is None:
-            speaker = _only_person(quotes, k, (p0, p1), people, starts)
+            speaker = _only_person((p0, p1), people, starts)
         if speaker is None and paragraph and not text[p0:a].strip() and not text[b:p1].strip():
             speaker = _after_narration(text, quotes, k, breaks, paragraph, people, starts)
         found.append(speaker)
@@ -224,9 +224,8 @@ def _after_narration(text: str, quotes, k: int, breaks: list[int], paragraph: in
     return inside[0][2] if inside else None
 
 
-def _only_person(quotes, k: int, paragraph: tuple[int, int], people, starts) -> int | None:
-    """The one entity the paragraph's words outside quotes name, if exactly one."""
+def _only_person(paragraph: tuple[int, int], people, starts) -> int | None:
+    """The one entity the paragraph's words outside quotes (`people` are) name, if exactly one."""
     lo, hi = paragraph
-    inside = people[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, hi)]
-    outside = {p[2] for p in inside if not any(qa <= p[0] < qb for qa, qb in quotes[max(0, k - 3):k + 4])}
-    return outside.pop() if len(outside) == 1 else None
+    named = {p[2] for p in people[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, hi)]}
+    return named.pop() if len(named) == 1 else None

@@ -50,7 +50,7 @@ def confirmed_stories(stories: list[int], scenes: list[int], named: list[tuple[i
             continue
         lo = bisect.bisect_left(positions, confirmed[-1] if confirmed else 0)
         at = bisect.bisect_left(positions, b)
-        before = {n.words for _, n in named[lo:at] if len(n.words) > 0}
+        before = {n.words for _, n in named[lo:at]}
         after = {n.words for _, n in named[at:]}
         if len(before & after) <= shared:
             confirmed.append(b)
