@@ -7,6 +7,8 @@ visit the same blocks with the same masks and merge the columns alike.
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 import torch.nn.functional as F
 
@@ -31,16 +33,49 @@ def merge_columns(o_band, lse_band, scores, v_cols, out=None):
     return torch.lerp(o_cols, o_band, weight, out=out), lse_cols
 
 
-def block_size_for(one_sided_window: int) -> int:
+def block_size_for(one_sided_window: int, dtype: torch.dtype = torch.float32) -> int:
     """Query rows per block.
 
     Useful fraction of the computed scores is (2*w1 + 1) / (c + 2*w1), so smaller blocks
     waste less; but each block is a tile of the fused kernel, and below ~32 rows its inner
-    loops get short. c = w1 / 4 keeps about 89% useful work, within [32, 128]. Measured at
-    window 512 (w1 = 256), fp32, 2 cores: c = 32 / 64 / 128 take 37 / 39 / 42 ms for the band
-    at n = 4096 (min of 12 interleaved runs).
+    loops get short. In fp32, c = w1 / 4 keeps about 89% useful work, within [32, 128].
+    Measured at window 512 (w1 = 256), fp32, 2 cores: c = 32 / 64 / 128 take 37 / 39 / 42 ms
+    for the band at n = 4096 (min of 12 interleaved runs).
+
+    In bf16 the fused kernel multiplies its tiles with AMX / AVX512-BF16 (brgemm), whose
+    rate grows with the tile's rows far more than the wasted work: at w1 = 256, n = 4096,
+    12 heads, the kernel alone took 52.7 / 24.1 / 21.8 / 24.6 ms for c = 64 / 128 / 256 /
+    512 (2-core Intel Xeon with AMX). So bf16 takes c = w1, within [32, 256].
     """
+    if dtype == torch.bfloat16:
+        return max(32, min(256, one_sided_window))
     return max(32, min(128, one_sided_window // 4))
+
+
+_shared_bias_cache: list = []  # [(key, tensor)]: the last shared bias built without autograd
+
+
+def _shared_bias(rel_bias, offsets, outside, dtype, neg):
+    """(1, 1 or H, c, span): the band mask, with each tile entry's relative position bias.
+
+    Every layer of a forward passes the same bias vector (MPNet's table is shared by the
+    layers), so without autograd the tile is built once and kept for the next calls with
+    that very tensor (same object, same version) and shape; gathering it took ~2 ms of each
+    layer's attention at c = 256."""
+    if rel_bias is None:
+        return torch.zeros((1, 1, *offsets.shape), dtype=dtype, device=offsets.device).masked_fill_(outside, neg)
+    if torch.is_grad_enabled() and rel_bias.requires_grad:  # differentiable in rel_bias: a gather
+        return bias_at(rel_bias, offsets).to(dtype)[None].masked_fill(outside, neg)
+    # (inference tensors keep no version counter; the model makes a new bias each forward)
+    version = None if rel_bias.is_inference() else rel_bias._version
+    key = (version, tuple(offsets.shape), int(offsets[0, 0]), dtype)
+    if _shared_bias_cache:
+        (ref, cached_key), tensor = _shared_bias_cache[0]
+        if ref() is rel_bias and cached_key == key:
+            return tensor
+    tensor = bias_at(rel_bias, offsets).to(dtype)[None].masked_fill_(outside, neg)
+    _shared_bias_cache[:] = [((weakref.ref(rel_bias), key), tensor)]
+    return tensor
 
 
 def _runs(dirty: list[bool]) -> list[tuple[int, int, bool]]:
@@ -67,9 +102,9 @@ class BlockPlan:
     each block's span; dirty[b]: per block of sample b, whether its span holds one."""
 
     def __init__(self, L: int, w1: int, band_excluded: torch.Tensor, dtype: torch.dtype,
-                 rel_bias: torch.Tensor | None = None):
+                 rel_bias: torch.Tensor | None = None, c: int | None = None):
         self.L = L
-        self.c, self.w1 = (L, 0) if L <= w1 + 1 else (block_size_for(w1), w1)
+        self.c, self.w1 = (L, 0) if L <= w1 + 1 else (c or block_size_for(w1), w1)
         c, w1 = self.c, self.w1
         self.num_blocks, self.span = -(-L // c), c + 2 * w1
         self.neg = torch.finfo(dtype).min
@@ -78,10 +113,7 @@ class BlockPlan:
         rel = torch.arange(self.span, device=device)[None, :] - torch.arange(c, device=device)[:, None]
         outside = (rel < 0) | (rel > 2 * w1) if w1 else torch.zeros_like(rel, dtype=torch.bool)
         self.offsets = rel - w1  # (c, span) key-minus-query offset of each tile entry
-        if rel_bias is None:
-            self.shared_bias = torch.zeros((1, 1, c, self.span), dtype=dtype, device=device).masked_fill_(outside, self.neg)
-        else:  # differentiable in rel_bias: the tile is a gather of it
-            self.shared_bias = bias_at(rel_bias, self.offsets).to(dtype)[None].masked_fill(outside, self.neg)
+        self.shared_bias = _shared_bias(rel_bias, self.offsets, outside, dtype, self.neg)
         pad_end = self.num_blocks * c - L + w1
         self.excluded = F.pad(band_excluded, (w1, pad_end), value=True).unfold(1, self.span, c)  # (B, nb, span)
         self.dirty = self.excluded.any(dim=-1).tolist()

@@ -5,6 +5,7 @@ compute, written plainly. Each entry of FAST_PATHS is a subclass of one plain mo
 that overrides one method with a faster way to the same numbers (to rounding):
 
   query_scale_fold      the 1/sqrt(D) of the queries folded into the query weights
+  fused_qkv             bf16 inference: the local q, k and v projections as one matmul
   global_row_algebra    global rows with key/value_global moved to the query side (G*H < hidden)
   triton_global_rows    global rows in one flash pass on the triton backend
   local_global_rows     no global rows where the band covers the input and the global
@@ -59,6 +60,37 @@ class QueryScaleFold(LongformerSelfAttention):
         # A LoRA-wrapped projection (fine-tuning, models/lora.py): scaling its output keeps
         # autograd from forming the gradient of the whole merged weight.
         return self._heads(self.query(hidden_states) * scale)
+
+
+class FusedQkv(LongformerSelfAttention):
+    """bf16 inference on the CPU: the local query (scaled), key and value projections as one
+    matmul against their three weights stacked, (3 * hidden) x hidden; q, k and v are views of
+    its output. AMX runs the one wide product at twice the rate of three narrow ones: 5.9
+    against 12.0 ms for 4,096 rows at 768 wide (2-core Intel Xeon); in fp32 the two take the
+    same time (42 and 43 ms), so fp32 keeps the three. The stacked weight is made once and
+    kept beside the module (3.5 MB a layer at base size, bf16), made again when a weight
+    changes."""
+
+    def local_qkv(self, hidden_states: torch.Tensor):
+        projections = (self.query, self.key, self.value)
+        if not (hidden_states.dtype == torch.bfloat16 and hidden_states.device.type == "cpu"
+                and not torch.is_grad_enabled() and all(isinstance(m, nn.Linear) for m in projections)):  # not LoRA's
+            return super().local_qkv(hidden_states)
+        weight, bias = self._stacked_qkv()
+        B, n, _ = hidden_states.shape
+        qkv = F.linear(hidden_states, weight, bias).view(B, n, 3, self.num_heads, self.head_dim)
+        return tuple(qkv[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, n, D) views
+
+    def _stacked_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        params = [t for m in (self.query, self.key, self.value) for t in (m.weight, m.bias)]
+        key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
+        cached = self.__dict__.get("_qkv_cache")
+        if cached is None or cached[0] != key:
+            scale = 1.0 / math.sqrt(self.head_dim)  # the queries' 1/sqrt(D), folded in
+            weight = torch.cat([self.query.weight * scale, self.key.weight, self.value.weight])
+            bias = torch.cat([self.query.bias * scale, self.key.bias, self.value.bias])
+            cached = self.__dict__["_qkv_cache"] = (key, weight, bias)
+        return cached[1], cached[2]
 
 
 class GlobalRowAlgebra(LongformerSelfAttention):
@@ -172,10 +204,14 @@ class RowChunks(LongformerLayer):
     anyway) takes the plain path."""
 
     chunk_rows = 1024  # positions per chunk, B*n flattened (a chunk may straddle two samples)
+    # In bf16 the matmuls run on AMX, fast enough that a chunk of 1,024 rows leaves them short
+    # of work: 4,096 rows a chunk took 0.84x the time of 1,024 for the base tier's embed over
+    # a novel (one 4,096-token window a batch; 2-core Intel Xeon).
+    chunk_rows_bf16 = 4096
 
     def forward(self, hidden_states: torch.Tensor, *masks) -> torch.Tensor:
         B, n, hidden = hidden_states.shape
-        chunks = B * n // self.chunk_rows
+        chunks = B * n // (self.chunk_rows_bf16 if hidden_states.dtype == torch.bfloat16 else self.chunk_rows)
         if chunks < 2 or (torch.is_grad_enabled() and hidden_states.requires_grad):
             return super().forward(hidden_states, *masks)
         # Equal chunks of chunk_rows to 2*chunk_rows rows: a ragged tail of a few rows would run
@@ -259,6 +295,7 @@ class Fp32Head(LongformerPreTrainedModel):
 # The table, in the order the swaps compose (earlier ones decide first).
 FAST_PATHS: dict[str, type[nn.Module]] = {
     "query_scale_fold": QueryScaleFold,
+    "fused_qkv": FusedQkv,
     "global_row_algebra": GlobalRowAlgebra,
     "triton_global_rows": TritonGlobalRows,
     "local_global_rows": LocalGlobalRows,

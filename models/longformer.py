@@ -135,6 +135,10 @@ class LongformerSelfAttention(nn.Module):
         """The local queries, scaled by 1/sqrt(D) for the dot products: (B, H, n, D)."""
         return self._heads(self.query(hidden_states)) / math.sqrt(self.head_dim)
 
+    def local_qkv(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The local queries (scaled), keys and values: (B, H, n, D) each."""
+        return self.scaled_query(hidden_states), self._heads(self.key(hidden_states)), self._heads(self.value(hidden_states))
+
     def forward(
         self,
         hidden_states: torch.Tensor,  # (B, n, hidden)
@@ -146,9 +150,7 @@ class LongformerSelfAttention(nn.Module):
         rel_bias: torch.Tensor | None = None,  # (H, 2R+1) relative position bias by offset, or None
     ) -> torch.Tensor:
         B, n, hidden = hidden_states.shape
-        q = self.scaled_query(hidden_states)  # (B, H, n, D)
-        k = self._heads(self.key(hidden_states))
-        v = self._heads(self.value(hidden_states))
+        q, k, v = self.local_qkv(hidden_states)  # (B, H, n, D) each
         dropout_p = self.dropout_p if self.training else 0.0
         out = banded_attention(
             q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend, rel_bias

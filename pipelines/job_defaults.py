@@ -13,7 +13,10 @@ class JobDefaults:
     device: str = "auto"  # CUDA when there is a GPU, else cpu
     dtype: str = "auto"  # bf16 on a CPU with native bf16, else fp32
     batch_size: int = 8  # windows per batch
-    max_tokens: int = 16384  # tokens per batch (padding included)
+    # Tokens per batch (padding included). One 4,096-token window a batch keeps a layer's
+    # activations in the CPU's caches: the base tier's embed over a novel took 0.83x the time
+    # of 16,384 in bf16 and 0.93x in fp32; the small tier's the same in both (2-core Intel Xeon).
+    max_tokens: int = 4096
     row_group_size: int = 256  # rows per Parquet row group
     encoding_errors: str = "strict"
     input_format: str = "auto"

@@ -635,3 +635,51 @@ def test_dropout_matches_the_definition(dtype):
     torch.manual_seed(3)
     assert torch.equal(module(x), out)
     assert torch.equal(module.eval()(x), x)
+
+
+# --- inference: the band without per-block masks (chunked._band_inference) ------------------
+
+BAND_CASES = {
+    "right padding, global at 0": (dict(pad_from=[None, 150], globals_at=[[0], [0]]), 260),
+    "globals inside and outside each other's band": (dict(pad_from=[None, 200], globals_at=[[3, 70, 200], [100]]), 257),
+    "padding inside a sample (masked blocks)": (dict(pad_from=[None, None], inner_pad=(1, 40, 50), globals_at=[[0], [0]]), 200),
+    "a sample shorter than its window": (dict(pad_from=[None, 20], globals_at=[[0], [2]]), 150),
+    "an all-padding sample": (dict(pad_from=[None, 0], globals_at=[[5], []]), 130),
+    "no globals": (dict(pad_from=[None, 99], globals_at=[[], []]), 140),
+}
+
+
+@pytest.mark.parametrize("case", list(BAND_CASES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_band_inference_matches_reference(case, dtype, with_bias):
+    """Inference keeps each global key in the band of the rows whose window holds it (its
+    column masked for those rows) and gives the blocks at either end only the keys that
+    exist, sliced from the shared tile: against the reference in float64, with and without
+    a relative position bias, on the inputs that take each branch."""
+    spec, n = BAND_CASES[case]
+    window, B, H, D = 64, 2, 3, 8
+    torch.manual_seed(n)
+    q, k, v = (torch.randn(B, H, n, D) for _ in range(3))
+    pad = torch.zeros(B, n, dtype=torch.bool)
+    for b, start in enumerate(spec["pad_from"]):
+        if start is not None:
+            pad[b, start:] = True
+    if "inner_pad" in spec:
+        b, s0, s1 = spec["inner_pad"]
+        pad[b, s0:s1] = True
+    glob = torch.zeros(B, n, dtype=torch.bool)
+    for b, positions in enumerate(spec["globals_at"]):
+        glob[b, positions] = True
+    glob &= ~pad
+    rel_bias = torch.randn(H, 2 * 40 + 1) * 2 if with_bias else None
+    # the reference on the inputs as the kernel sees them: in bf16 the band's bias tile is bf16 too
+    q, k, v = (x.to(dtype).double() for x in (q, k, v))
+    expected = banded_attention(q, k, v, window, pad, glob, 1, backend="reference",
+                                rel_bias=None if rel_bias is None else rel_bias.to(dtype).double())
+    with torch.inference_mode():
+        got = banded_attention(q.to(dtype), k.to(dtype), v.to(dtype), window, pad, glob, 1, backend="chunked",
+                               rel_bias=rel_bias)
+    assert got.dtype == dtype
+    tol = FLOOR[dtype] * 2 if dtype == torch.float32 else FLOOR[dtype] * max(1.0, expected.abs().max().item())
+    assert (got.double() - expected).abs().max().item() <= tol

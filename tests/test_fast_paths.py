@@ -199,13 +199,14 @@ def test_apply_keeps_names_weights_and_is_idempotent():
     plain, fast = plain_and_fast("LongformerForMaskedLM", None, tiny_config())
     assert type(fast).__name__ == "LongformerForMaskedLM"
     # the repr is the plain one with each swapped module's swaps named
-    assert "fast paths: query_scale_fold, global_row_algebra" in repr(fast)
+    assert "fast paths: query_scale_fold, fused_qkv, global_row_algebra" in repr(fast)
     without = re.sub(r"\n *fast paths: [a-z0-9_, ]+(?=\n)|(, )?fast paths: [a-z0-9_, ]+(?=\))", "", repr(fast))
     assert without == repr(plain)
     assert list(fast.state_dict()) == list(plain.state_dict())
     assert all(torch.equal(a, b) for a, b in zip(fast.state_dict().values(), plain.state_dict().values()))
     attention = fast.longformer.encoder.layer[0].attention.self
-    assert fast_paths_of(attention) == ("query_scale_fold", "global_row_algebra", "triton_global_rows", "local_global_rows")
+    assert fast_paths_of(attention) == ("query_scale_fold", "fused_qkv", "global_row_algebra", "triton_global_rows",
+                                        "local_global_rows")
     assert fast_paths_of(fast) == ()  # the MLM decoder is the word embeddings: no fp32 head
     before = type(attention)
     apply_fast_paths(fast)
@@ -339,3 +340,27 @@ def test_local_global_rows_where_the_band_covers_the_input(arch, monkeypatch):
         calls.clear()
         outputs(fast, ids, mask, glob)
     assert len(calls) == 2
+
+
+@pytest.mark.skipif(not torch.ops.mkldnn._is_mkldnn_bf16_supported(), reason="needs a CPU with bf16 matmuls")
+def test_fused_qkv_in_bf16_inference():
+    """bf16 inference on the CPU projects q, k and v with one stacked weight: the same
+    outputs as the three projections (to bf16's rounding of the sums), and a weight changed
+    in place is seen at once (the stacked copy is made again)."""
+    config = tiny_config(dropout=0.0)
+    others = [name for name in FAST_PATHS if name != "fused_qkv"]
+    _, fused = plain_and_fast("LongformerModel", list(FAST_PATHS), config)
+    _, three = plain_and_fast("LongformerModel", others, config)
+    for model in (fused, three):
+        model.eval().to(torch.bfloat16)
+    ids, mask, glob = make_batch(LENGTHS, globals_=GLOBALS["few"], seed=5)
+    attention = fused.encoder.layer[0].attention.self
+    for step in range(2):
+        with torch.inference_mode():
+            got, want = fused(ids, mask, glob), three(ids, mask, glob)
+        assert "_qkv_cache" in attention.__dict__  # the stacked path ran
+        scale = max(1.0, want.abs().max().item())
+        assert (got.float() - want.float()).abs().max().item() <= 3e-2 * scale
+        with torch.no_grad():  # the same change to both: the second pass holds only with the stacked copy remade
+            for model in (fused, three):
+                model.encoder.layer[0].attention.self.key.weight.mul_(-1.5)
