@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
-from lfcli.pipelines.tasks.corefs.document import _narrations, give_quotes
+import pytest
+
+from lfcli.pipelines.tasks.corefs.document import _narrations, _pet_name, give_quotes
 from lfcli.pipelines.tasks.corefs.entities import MentionReader, pronoun_kind, proper_name
 from lfcli.pipelines.tasks.corefs.quotes import attribute, quote_spans
 from lfcli.pipelines.tasks.corefs.task import confirmed_stories
@@ -94,6 +96,38 @@ def test_a_quotes_i_joins_its_speaker_and_the_narration_i_is_one_narrator_named_
     assert t("Jim", 0) in groups[narrator]  # what Silver calls the narrator, in quotes next to the narrator's
     assert speakers == [1, narrator, 1, narrator]
     assert groups[2] == [] and groups[3] == [] and groups[4] == []
+
+
+@pytest.mark.parametrize("short,full,expected", [
+    ("lizzy", "elizabeth", True), ("eliza", "elizabeth", True), ("becky", "rebecca", True),
+    ("harry", "henry", False), ("jo", "josephine", False), ("elizabeth", "lizzy", False), ("kitty", "catherine", False),
+])
+def test_a_pet_name_shows_its_full_names_letters(short, full, expected):
+    assert _pet_name(short, full) is expected
+
+
+def dialogue(answerer: str) -> str:
+    """Lizzy is spoken to twice by her father, and `answerer` answers each time."""
+    return ("\u201cLizzy, come here,\u201d said Mr. Bennet.\n\n"
+            f"\u201cYes, papa,\u201d said {answerer}.\n\n"
+            "\u201cLizzy, read this,\u201d said Mr. Bennet.\n\n"
+            f"\u201cI will,\u201d said {answerer}. She read it.")
+
+
+@pytest.mark.parametrize("answerer,joins", [("Elizabeth", True), ("Charlotte", False)])
+def test_a_pet_name_joins_the_one_who_answers_to_it(answerer, joins):
+    """A name said to someone ("Lizzy") whose answer comes from a named person whose name
+    it can be a pet form of ("Elizabeth"), twice, is that person; answered by a name that
+    shows no such tie ("Charlotte"), it stays a chain of its own."""
+    text = dialogue(answerer)
+    reader, spans = reader_over_words(text)
+    t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
+    groups = [[t("Lizzy", 0), t("Lizzy", 1)], [t("Bennet", 0), t("Bennet", 1)],
+              [t(answerer, 0), t(answerer, 1), t("She")]]
+    speakers = give_quotes(reader, groups, breaks=[], stories=[])
+    assert speakers == [1, 2, 1, 2]
+    assert (t("Lizzy", 0) in groups[2]) is joins
+    assert (groups[0] == []) is joins
 
 
 def test_narrators_run_through_scenes_but_not_across_a_story_or_a_long_third_person_scene():

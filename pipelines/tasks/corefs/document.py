@@ -24,6 +24,7 @@ stories' narrators ("I") and two stories' Johns are four people.
 from __future__ import annotations
 
 import bisect
+import re
 from collections import Counter
 
 from .entities import MentionReader, Name, Profile, is_nominal, proper_name
@@ -334,6 +335,9 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         named = _narrator_name(reader.quotes, speakers, addressed, narrator)
         if named is not None and named not in joined and named not in narrators:
             joined[named] = narrator
+    for k, into in _names_by_address(reader, groups, reader.quotes, speakers, addressed, narrators).items():
+        if k not in joined and into not in joined:
+            joined[k] = into
     speakers = [joined.get(k, k) for k in speakers]
     for k, group in enumerate(groups):
         for span in group:
@@ -364,6 +368,66 @@ def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int,
             votes[entity] += 1
     (entity, count), = votes.most_common(1) or [(None, 0)]
     return entity if count >= least else None
+
+
+def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int | None], addressed, narrators,
+                      least: int = 2) -> dict[int, int]:
+    """A pet name people call someone by ("Lizzy", "Eliza" for Elizabeth): group -> the group
+    it is one person with. The evidence is the text's own: the group is addressed by name in a
+    quote ("“Lizzy,” said her father") and the quote just before or after it is spoken by
+    another named group, not the one who spoke to it ("..., said Elizabeth"), at least `least`
+    times and twice as often as any other group; and the names look like a pet name and its
+    full form (`_pet_name`), so that "Miss de Bourgh", whom Elizabeth answers for, stays
+    herself. Two groups that often speak to each other are two people (a few adjacent quotes
+    are attribution's slips); so are names of two genders. Narrators are _narrator_name's."""
+    starts = [a for a, _ in quotes]
+    votes: dict[int, Counter] = {}
+    for a, _, entity in addressed:
+        q = bisect.bisect_right(starts, a) - 1
+        if q < 0 or speakers[q] is None or speakers[q] == entity:
+            continue
+        for d in (-1, 1):
+            if 0 <= q + d < len(quotes) and speakers[q + d] not in (None, entity, speakers[q]):
+                votes.setdefault(entity, Counter())[speakers[q + d]] += 1
+    partners = Counter(frozenset(speakers[q : q + 2]) for q in range(len(quotes) - 1))
+    out = {}
+    for entity, counts in votes.items():
+        (into, count), *rest = counts.most_common(2)
+        if (count < least or (rest and count < 2 * rest[0][1]) or into in narrators or entity in narrators
+                or 3 * partners[frozenset((entity, into))] >= count):
+            continue
+        pet, full = _first_names(reader, groups[entity]), _first_names(reader, groups[into])
+        if not any(_pet_name(a, b) for a in pet for b in full):
+            continue
+        genders = {g for g in (_gender(reader, groups[entity]), _gender(reader, groups[into])) if g}
+        if len(genders) <= 1:
+            out[entity] = into
+    return out
+
+
+def _first_names(reader: MentionReader, group: list[Span]) -> frozenset:
+    """The words of a group's most frequent proper name."""
+    found = Counter(n.words for n in (reader.mention(*m).name for m in group) if n is not None)
+    return found.most_common(1)[0][0] if found else frozenset()
+
+
+def _pet_name(short: str, full: str) -> bool:
+    """Whether `short` can be a pet name of `full`: its stem, of three letters or more, is
+    inside the longer name. The stem drops a final -y, -ie or -ey, then makes a doubled last
+    letter or a "ck" one: "lizzy" -> "liz" (elizabeth), "becky" -> "bec" (rebecca); "eliza"
+    is in "elizabeth" as it is. "harry" and "henry" share too little: a pet name whose letters
+    do not show it needs more evidence than the text gives here."""
+    if len(short) >= len(full):
+        return False
+    stem = re.sub(r"(ie|ey|y)$", "", short)
+    stem = re.sub(r"(.)\1$|ck$", lambda m: m.group(0)[0], stem)  # "lizz" -> "liz", "beck" -> "bec"
+    return len(stem) >= 3 and stem in full
+
+
+def _gender(reader: MentionReader, group: list[Span]) -> str | None:
+    """The gender most of a group's names give (an honorific, a head noun), or None."""
+    found = Counter(n.gender for n in (reader.mention(*m).name for m in group) if n is not None and n.gender)
+    return found.most_common(1)[0][0] if found else None
 
 
 def chain_spans(row: dict) -> list[list[tuple[int, int]]]:
