@@ -52,30 +52,41 @@ def block_size_for(one_sided_window: int, dtype: torch.dtype = torch.float32) ->
     return max(32, min(128, one_sided_window // 4))
 
 
-_shared_bias_cache: list = []  # [(key, tensor)]: the last shared bias built without autograd
+class LastBuilt:
+    """A tensor a forward builds from the same inputs in every layer (the bias tile of MPNet's
+    table, which all layers share; the padding mask): built once, then handed back while the
+    inputs are the very same tensors (same objects, same versions) and `extra` is equal. One
+    slot, so at most one such tensor is kept alive. Never while autograd needs the inputs:
+    a kept tensor would carry a finished graph into the next step."""
+
+    def __init__(self):
+        self.slot = None
+
+    def get(self, inputs: tuple, extra: tuple, build):
+        if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            return build()
+        # inference tensors keep no version counter; the model makes new ones each forward
+        key = (extra, tuple(None if t.is_inference() else t._version for t in inputs))
+        if self.slot is not None:
+            refs, cached_key, tensor = self.slot
+            if cached_key == key and all(r() is t for r, t in zip(refs, inputs)):
+                return tensor
+        tensor = build()
+        self.slot = (tuple(weakref.ref(t) for t in inputs), key, tensor)
+        return tensor
+
+
+_SHARED_BIAS = LastBuilt()
 
 
 def _shared_bias(rel_bias, offsets, outside, dtype, neg):
-    """(1, 1 or H, c, span): the band mask, with each tile entry's relative position bias.
-
-    Every layer of a forward passes the same bias vector (MPNet's table is shared by the
-    layers), so without autograd the tile is built once and kept for the next calls with
-    that very tensor (same object, same version) and shape; gathering it took ~2 ms of each
-    layer's attention at c = 256."""
+    """(1, 1 or H, c, span): the band mask, with each tile entry's relative position bias
+    (differentiable in rel_bias: a gather). Built once a forward (LastBuilt): gathering it
+    took ~2 ms of each layer's attention at c = 256."""
     if rel_bias is None:
         return torch.zeros((1, 1, *offsets.shape), dtype=dtype, device=offsets.device).masked_fill_(outside, neg)
-    if torch.is_grad_enabled() and rel_bias.requires_grad:  # differentiable in rel_bias: a gather
-        return bias_at(rel_bias, offsets).to(dtype)[None].masked_fill(outside, neg)
-    # (inference tensors keep no version counter; the model makes a new bias each forward)
-    version = None if rel_bias.is_inference() else rel_bias._version
-    key = (version, tuple(offsets.shape), int(offsets[0, 0]), dtype)
-    if _shared_bias_cache:
-        (ref, cached_key), tensor = _shared_bias_cache[0]
-        if ref() is rel_bias and cached_key == key:
-            return tensor
-    tensor = bias_at(rel_bias, offsets).to(dtype)[None].masked_fill_(outside, neg)
-    _shared_bias_cache[:] = [((weakref.ref(rel_bias), key), tensor)]
-    return tensor
+    return _SHARED_BIAS.get((rel_bias,), (tuple(offsets.shape), int(offsets[0, 0]), dtype),
+                           lambda: bias_at(rel_bias, offsets).to(dtype)[None].masked_fill(outside, neg))
 
 
 def _runs(dirty: list[bool]) -> list[tuple[int, int, bool]]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .blocks import BlockPlan, block_size_for, merge_columns
+from .blocks import BlockPlan, LastBuilt, block_size_for, merge_columns
 from .position_bias import bias_between
 from .chunked_grad import band_attention_grad, fused_backward_applies
 
@@ -250,17 +250,26 @@ def _merge_columns(o_band, lse_band, q, k_cols, v_cols, cols_valid, out, cols_bi
     return out
 
 
+_DENSE_MASK = LastBuilt()
+
+
 def _dense(q, k, v, key_padding_mask: torch.Tensor, dropout_p: float, rel_bias=None) -> torch.Tensor:
     """The window covers the whole input (n <= w1 + 1): every key is in every query's band, so
     this is plain attention over the non-padding keys, and a global key is just one of them
     (counted once, as in the band path). One fused call, no padding, no copies. A relative
-    position bias is one (H, n, n) matrix shared by the batch."""
-    bias = torch.zeros(key_padding_mask.shape, dtype=q.dtype, device=q.device)
-    bias = bias.masked_fill(key_padding_mask, torch.finfo(q.dtype).min)[:, None, None, :]  # (B, 1, 1, n)
-    if rel_bias is not None:
+    position bias is one (H, n, n) matrix shared by the batch; the (B, H, n, n) mask it makes
+    with the padding is built once a forward (every layer passes the same masks and bias)."""
+    def build():
+        bias = torch.zeros(key_padding_mask.shape, dtype=q.dtype, device=q.device)
+        bias = bias.masked_fill(key_padding_mask, torch.finfo(q.dtype).min)[:, None, None, :]  # (B, 1, 1, n)
+        if rel_bias is None:
+            return bias
         i = torch.arange(q.shape[2], device=q.device)
-        bias = (bias + bias_between(rel_bias, i, i).to(q.dtype)[None]).masked_fill(
+        return (bias + bias_between(rel_bias, i, i).to(q.dtype)[None]).masked_fill(
             key_padding_mask[:, None, None, :], torch.finfo(q.dtype).min)  # (B, H, n, n)
+
+    inputs = (key_padding_mask,) if rel_bias is None else (key_padding_mask, rel_bias)
+    bias = _DENSE_MASK.get(inputs, (q.dtype, q.shape[2]), build)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, scale=1.0)
     return _zero_padded_rows(out, key_padding_mask)
 

@@ -683,3 +683,31 @@ def test_band_inference_matches_reference(case, dtype, with_bias):
     assert got.dtype == dtype
     tol = FLOOR[dtype] * 2 if dtype == torch.float32 else FLOOR[dtype] * max(1.0, expected.abs().max().item())
     assert (got.double() - expected).abs().max().item() <= tol
+
+
+def test_a_mask_built_once_a_forward_is_built_again_when_its_inputs_change():
+    """LastBuilt (the bias tile and the dense path's mask, built once for all the layers of a
+    forward): handed back for the very same tensors, built again for another tensor, for the
+    same one changed in place, for other `extra`, and always while autograd needs an input."""
+    from lfcli.kernels.blocks import LastBuilt
+
+    built = []
+    slot = LastBuilt()
+
+    def get(x, extra=()):
+        return slot.get((x,), extra, lambda: built.append(1) or x * 2)
+
+    x = torch.ones(3)
+    first = get(x)
+    assert get(x) is first and len(built) == 1
+    x.add_(1)  # the same object, changed
+    assert torch.equal(get(x), x * 2) and len(built) == 2
+    assert torch.equal(get(x.clone()), x * 2) and len(built) == 3  # another object, equal values
+    get(x, ("bf16",))
+    assert len(built) == 4
+    with torch.inference_mode():
+        y = torch.ones(2)
+        assert get(y) is get(y) and len(built) == 5  # inference tensors: no version counter
+    w = torch.ones(3, requires_grad=True)
+    get(w), get(w)
+    assert len(built) == 7
