@@ -91,6 +91,21 @@ def test_profiles_refuse_what_cannot_be_one_person():
     assert not profile(Mention(kind="i", quote=0, person=1)).compatible(profile(Mention(quote=0, person=2)))
 
 
+def test_a_stray_form_of_address_does_not_keep_two_chains_apart():
+    """One "Mrs. Darcy" among a chain's names is a window's slip (STRAY_FORM), so the chain
+    can still be "Miss Darcy"; a form held by more of its names is the chain's, and a Mrs. and
+    a Miss stay two people."""
+    georgiana = [Mention(name=name("Georgiana"))] * 15 + [Mention(name=name("Georgiana Darcy")),
+                                                          Mention(name=name("Mrs. Darcy"), gender="f")]
+    miss = profile(Mention(name=name("Miss Darcy"), gender="f"))
+    assert profile(*georgiana).forms() == set()
+    assert profile(*georgiana).compatible(miss, names=False)
+    married = georgiana[:3] + [Mention(name=name("Mrs. Darcy"), gender="f")] * 2
+    assert profile(*married).forms() == {"mrs"}
+    assert not profile(*married).compatible(miss, names=False)
+    assert not profile(Mention(name=name("Mrs. Darcy"), gender="f")).compatible(miss, names=False)
+
+
 STORY = (
     "Teodor Varga climbed the tower. He lit the lamp. Ilka wrote to him. She lived in the city.\n\n"
     "Mr. Varga read her letter. \u201cI will not retire,\u201d he told you. Mrs. Varga laughed."

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -265,6 +266,9 @@ class Mention:
         return bool(self.name or self.kind or self.gender or self.person or self.address)
 
 
+STRAY_FORM = 0.1  # share of a chain's names at most that a form of address may hold and still be a slip
+
+
 @dataclass
 class Profile:
     """What a chain's mentions say about its entity; see the rules above."""
@@ -274,7 +278,8 @@ class Profile:
     genders: set = field(default_factory=set)
     quotes: dict = field(default_factory=dict)
     scenes: set = field(default_factory=set)  # the scenes (see scene_breaks) its mentions sit in, where known
-    addresses: set = field(default_factory=set)  # forms of address its names give ("mrs", "lady")
+    addresses: Counter = field(default_factory=Counter)  # forms of address its names give ("mrs", "lady"), with counts
+    named: int = 0  # how many of its mentions are names
     titles: set = field(default_factory=set)  # forms of address its title nouns give ("her ladyship": "lady")
 
     @classmethod
@@ -286,8 +291,9 @@ class Profile:
     def add(self, m: Mention) -> None:
         if m.name:
             self.names.add(m.name)
+            self.named += 1
         if m.name and m.name.address:
-            self.addresses.add(m.name.address)
+            self.addresses[m.name.address] += 1
         if m.address:
             self.titles.add(m.address)
         if m.kind:
@@ -304,7 +310,8 @@ class Profile:
         for q, persons in other.quotes.items():
             self.quotes.setdefault(q, set()).update(persons)
         self.scenes |= other.scenes
-        self.addresses |= other.addresses
+        self.addresses.update(other.addresses)
+        self.named += other.named
         self.titles |= other.titles
 
     def _names_fit(self, other: "Profile") -> bool:
@@ -313,10 +320,16 @@ class Profile:
         bridges = [n for n in self.names | other.names if len(n.words) > 1]
         return all(names_compatible(a, b, bridges) for a in self.names for b in other.names)
 
+    def forms(self) -> set:
+        """The forms of address its names give, but for a stray one: a form held by at most
+        STRAY_FORM of its named mentions is a window's slip (Georgiana's chain in Pride and
+        Prejudice holds one "Mrs. Darcy" among seventeen names; it is no Mrs.)."""
+        return {a for a, k in self.addresses.items() if k > STRAY_FORM * self.named}
+
     def _addresses_fit(self, other: "Profile") -> bool:
         """One form of address at most ("Mrs. Bennet" is no Lady), and a title noun ("her
         ladyship") only with the names that carry its form ("Lady Catherine"), or with none."""
-        if len(self.addresses | other.addresses | self.titles | other.titles) > 1:
+        if len(self.forms() | other.forms() | self.titles | other.titles) > 1:
             return False
         return all(not a.titles or not b.names or any(n.address in a.titles for n in b.names)
                    for a, b in ((self, other), (other, self)))
