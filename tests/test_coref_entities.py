@@ -180,6 +180,29 @@ def test_a_short_name_joins_through_the_longer_names_it_is_part_of():
     assert chains == [["Long John Silver", "He", "John Silver", "Silver", "He"]]
 
 
+def test_a_name_of_two_people_goes_with_the_one_its_chain_names():
+    """"Miss Lucas" can be Charlotte Lucas or Maria Lucas. A window chain says "Miss Lucas" eleven
+    times, "Charlotte Lucas" once (too few to rule Maria out by its names alone) and a wrong
+    "He" (so it cannot join anyone whole): its "Miss Lucas" go to Charlotte, the person its own
+    names point to. Without its one "Charlotte Lucas" they stay where they are."""
+    text = ("Charlotte Lucas smiled. Charlotte Lucas sat. She nodded.\n\nMaria Lucas ran. Maria Lucas laughed. "
+            "She hid.\n\n" + "Miss Lucas spoke. " * 11 + "She waved to Charlotte Lucas. He left.")
+    reader, at = reader_and_spans(text)
+    lucas = iter(at["Lucas"])
+    charlotte = [(at["Charlotte"][k], next(lucas)) for k in range(2)] + [(at["She"][0],) * 2]
+    maria = [(at["Maria"][k], next(lucas)) for k in range(2)] + [(at["She"][1],) * 2]
+    miss = [(at["Miss"][k], next(lucas)) for k in range(11)]
+    third, he = (at["Charlotte"][2], next(lucas)), (at["He"][0],) * 2
+    for says_charlotte in (True, False):
+        merged = DocumentEntities(reader)
+        window = miss + ([third] if says_charlotte else []) + [he]
+        merged.add_window([charlotte, maria, window], (0, len(reader.offsets)))
+        chains = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+        hers = next(c for c in chains if c[0] == "Charlotte Lucas")
+        assert (hers.count("Miss Lucas") == 11) is says_charlotte
+        assert ["Maria Lucas", "Maria Lucas", "She"] in chains
+
+
 def test_titles_with_the_are_names_and_short_titles_read_as_titles():
     assert name("the squire") == Name(frozenset({"squire"}), None, None)
     assert name("Dr. Livesey").words == {"doctor", "livesey"}

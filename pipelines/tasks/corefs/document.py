@@ -177,12 +177,16 @@ class DocumentEntities:
             own = self._dominant_name(e)
             if own is None or id(e) in lent or id(e) in into:
                 continue
-            found = {}
+            found, fulls = {}, {}
             for words, (o, full) in holder.items():
                 o = now(o)
                 if (own.words < words and o is not e and _same_person(own, self._dominant_name(o), full)
                         and self._names_within(e, full)):
                     found[id(o)] = o
+                    fulls.setdefault(id(o), set()).add(words)
+            if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says
+                says = {n.words for n in e.profile.names}
+                found = {k: o for k, o in found.items() if fulls[k] & says}
             if len(found) != 1:
                 continue
             (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
@@ -378,8 +382,9 @@ def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int 
     another named group, not the one who spoke to it ("..., said Elizabeth"), at least `least`
     times and twice as often as any other group; and the names look like a pet name and its
     full form (`_pet_name`), so that "Miss de Bourgh", whom Elizabeth answers for, stays
-    herself. Two groups that often speak to each other are two people (a few adjacent quotes
-    are attribution's slips); so are names of two genders. Narrators are _narrator_name's."""
+    herself. Two groups that speak to each other as often as the one answers to the other's
+    name are two people (fewer adjacent quotes are attribution's slips: a pet name's chain
+    holds a "she" that turn-taking gives a quote); so are names of two genders. Narrators are _narrator_name's."""
     starts = [a for a, _ in quotes]
     votes: dict[int, Counter] = {}
     for a, _, entity in addressed:
@@ -394,7 +399,7 @@ def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int 
     for entity, counts in votes.items():
         (into, count), *rest = counts.most_common(2)
         if (count < least or (rest and count < 2 * rest[0][1]) or into in narrators or entity in narrators
-                or 3 * partners[frozenset((entity, into))] >= count):
+                or partners[frozenset((entity, into))] >= count):
             continue
         pet, full = _first_names(reader, groups[entity]), _first_names(reader, groups[into])
         if not any(_pet_name(a, b) for a in pet for b in full):
