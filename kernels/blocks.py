@@ -33,6 +33,13 @@ def merge_columns(o_band, lse_band, scores, v_cols, out=None):
     return torch.lerp(o_cols, o_band, weight, out=out), lse_cols
 
 
+def flash_with_lse(q, k, v, bias):
+    """PyTorch's fused CPU attention kernel, q pre-scaled, an additive mask: (output stored
+    row-major as (nb, c, H, D), log-sum-exp (nb, H, c) in fp32). Only this CPU op returns the
+    LSE that merging the columns and the blocked backward need."""
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=bias, scale=1.0)
+
+
 def block_size_for(one_sided_window: int, dtype: torch.dtype = torch.float32) -> int:
     """Query rows per block.
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .blocks import BlockPlan, LastBuilt, block_size_for, merge_columns
+from .blocks import BlockPlan, LastBuilt, block_size_for, flash_with_lse, merge_columns
 from .position_bias import bias_between
 from .chunked_grad import band_attention_grad, fused_backward_applies
 
@@ -98,9 +98,7 @@ def _banded(
             k_spans, v_spans = plan.key_spans(k[b], s0, s1), plan.key_spans(v[b], s0, s1)  # (nb, H, span, D)
             bias = plan.bias(b, s0, s1, is_dirty)
             if merge_after:
-                o, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                    q_blocks, k_spans, v_spans, 0.0, False, attn_mask=bias, scale=1.0
-                )  # o (nb, H, c, D) and lse (nb, H, c), both stored row-major as (nb, c, H, ...)
+                o, lse = flash_with_lse(q_blocks, k_spans, v_spans, bias)  # stored row-major as (nb, c, H, ...)
                 o = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
                 lse = lse.transpose(1, 2).reshape(-1, H)[: r1 - r0]
                 cols_bias = None if rel_bias is None else column_bias(rel_bias, r0, r1, cols_pos[b])
@@ -138,11 +136,11 @@ def _band_inference(q, k, v, w1, key_padding, band_excluded, k_cols, v_cols, col
 
     A sample with padding before its last real token takes `_banded`'s masked blocks.
     q, k, v: (B, L, H, D); key_padding, band_excluded (padding or global): (B, L); k_cols, v_cols (B, G, H, D); cols_valid,
-    cols_pos (B, G). Returns (B, L, H, D), padding rows zero."""
+    cols_pos (B, G). Returns (B, L, H, D); padding rows are left unset."""
     B, L, H, D = q.shape
     G = k_cols.shape[1]
     real = (~key_padding).sum(dim=1).tolist()
-    out = q.new_zeros((B, L, H, D)) if bool(key_padding.any()) else q.new_empty((B, L, H, D))
+    out = q.new_empty((B, L, H, D))  # padding rows: chunked_attention zeroes them (_zero_padded_rows)
     for b in range(B):
         n = real[b]
         if n == 0:
@@ -179,7 +177,7 @@ def _band_pieces(plan: BlockPlan, q, k, v):
     inner = (first, last) if last > first else None
     for j in range(plan.num_blocks):
         if inner and j == inner[0]:
-            o, lse = _flash(plan.query_blocks(q, first, last), plan.key_spans(k, first, last),
+            o, lse = flash_with_lse(plan.query_blocks(q, first, last), plan.key_spans(k, first, last),
                             plan.key_spans(v, first, last), plan.shared_bias)
             yield first * c, last * c, o.transpose(1, 2).reshape(-1, H, D), lse.transpose(1, 2).reshape(-1, H)
         if inner and inner[0] <= j < inner[1]:
@@ -188,14 +186,9 @@ def _band_pieces(plan: BlockPlan, q, k, v):
         s0 = j * c - w1  # the span's first key; the tile's column t is key s0 + t
         k0, k1 = max(0, s0), min(n, s0 + plan.span)
         tile = plan.shared_bias[:, :, : r1 - r0, k0 - s0 : k1 - s0]
-        o, lse = _flash(q[r0:r1].transpose(0, 1)[None], k[k0:k1].transpose(0, 1)[None],
+        o, lse = flash_with_lse(q[r0:r1].transpose(0, 1)[None], k[k0:k1].transpose(0, 1)[None],
                         v[k0:k1].transpose(0, 1)[None], tile)
         yield r0, r1, o[0].transpose(0, 1), lse[0].transpose(0, 1)
-
-
-def _flash(q, k, v, bias):
-    """PyTorch's fused CPU kernel: (output, fp32 LSE), q pre-scaled, an additive mask."""
-    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=bias, scale=1.0)
 
 
 def _can_merge_columns_after(q, k, v, dropout_p: float) -> bool:

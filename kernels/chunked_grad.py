@@ -34,10 +34,9 @@ import os
 
 import torch
 
-from .blocks import BlockPlan, merge_columns
+from .blocks import BlockPlan, flash_with_lse, merge_columns
 from .position_bias import bias_between
 
-_flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
 _flash_backward = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
 # The backward takes the blocks of a run a few at a time, so that the fused kernel's gradient
 # spans (zero-filled by the kernel) stay small enough for the allocator to reuse: whole runs
@@ -144,8 +143,8 @@ def _forward(plan: BlockPlan, q, k, v):
     for b in range(B):
         for b0, b1, is_dirty in plan.runs(b):
             r0, r1 = plan.rows(b0, b1)
-            o, l = _flash(plan.query_blocks(q[b], b0, b1), plan.key_spans(k[b], b0, b1), plan.key_spans(v[b], b0, b1),
-                          0.0, False, attn_mask=plan.bias(b, b0, b1, is_dirty), scale=1.0)
+            o, l = flash_with_lse(plan.query_blocks(q[b], b0, b1), plan.key_spans(k[b], b0, b1),
+                                  plan.key_spans(v[b], b0, b1), plan.bias(b, b0, b1, is_dirty))
             out[b, r0:r1] = o.transpose(1, 2).reshape(-1, H, D)[: r1 - r0]
             lse[b, r0:r1] = l.transpose(1, 2).reshape(-1, H)[: r1 - r0]
     return out, lse

@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lfcli.kernels.blocks import LastBuilt
 from lfcli.kernels.fused import dropout, linear, linear_gelu
 
 from .longformer import (
@@ -82,15 +83,14 @@ class FusedQkv(LongformerSelfAttention):
         return tuple(qkv[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, n, D) views
 
     def _stacked_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
-        params = [t for m in (self.query, self.key, self.value) for t in (m.weight, m.bias)]
-        key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
-        cached = self.__dict__.get("_qkv_cache")
-        if cached is None or cached[0] != key:
+        def stack():
             scale = 1.0 / math.sqrt(self.head_dim)  # the queries' 1/sqrt(D), folded in
-            weight = torch.cat([self.query.weight * scale, self.key.weight, self.value.weight])
-            bias = torch.cat([self.query.bias * scale, self.key.bias, self.value.bias])
-            cached = self.__dict__["_qkv_cache"] = (key, weight, bias)
-        return cached[1], cached[2]
+            return (torch.cat([self.query.weight * scale, self.key.weight, self.value.weight]),
+                    torch.cat([self.query.bias * scale, self.key.bias, self.value.bias]))
+
+        params = tuple(t for m in (self.query, self.key, self.value) for t in (m.weight, m.bias))
+        # the swap replaces the class, not __init__: the slot is made on first use
+        return self.__dict__.setdefault("_qkv_cache", LastBuilt()).get(params, (), stack)
 
 
 class GlobalRowAlgebra(LongformerSelfAttention):

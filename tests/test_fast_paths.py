@@ -359,8 +359,11 @@ def test_fused_qkv_in_bf16_inference():
         with torch.inference_mode():
             got, want = fused(ids, mask, glob), three(ids, mask, glob)
         assert "_qkv_cache" in attention.__dict__  # the stacked path ran
+        # The two ways sum each projection's fp32 terms in their own order before the one
+        # rounding to bf16, so q, k and v may differ by that rounding in each of the two layers
+        # (and the outputs by one rounding each way): 4 bf16 ulps of the outputs' size.
         scale = max(1.0, want.abs().max().item())
-        assert (got.float() - want.float()).abs().max().item() <= 3e-2 * scale
+        assert (got.float() - want.float()).abs().max().item() <= 4 * torch.finfo(torch.bfloat16).eps * scale
         with torch.no_grad():  # the same change to both: the second pass holds only with the stacked copy remade
             for model in (fused, three):
                 model.encoder.layer[0].attention.self.key.weight.mul_(-1.5)

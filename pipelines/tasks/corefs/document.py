@@ -362,16 +362,22 @@ def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int,
     """The entity other people call the narrator by: the one most often addressed by name
     (`addressed`: (start, end, entity) of vocatives, sorted) in a quote next to one the
     narrator speaks, by someone else ("“Jim,” said he"); None below `least` such quotes."""
-    starts = [a for a, _ in quotes]
-    votes = Counter()
-    for a, _, entity in addressed:
-        q = bisect.bisect_right(starts, a) - 1
-        if q < 0 or speakers[q] in (None, narrator) or entity == speakers[q]:
-            continue
-        if any(0 <= q + d < len(quotes) and speakers[q + d] == narrator for d in (-1, 1)):
-            votes[entity] += 1
+    votes = Counter(entity for entity, by, beside in _answers(quotes, speakers, addressed)
+                    if by != narrator and narrator in beside)
     (entity, count), = votes.most_common(1) or [(None, 0)]
     return entity if count >= least else None
+
+
+def _answers(quotes, speakers: list[int | None], addressed):
+    """For each name said to someone in a quote whose speaker is known and is not the one
+    addressed: (the entity addressed, the speaker, the speakers of the quotes just before
+    and after it)."""
+    starts = [a for a, _ in quotes]
+    for a, _, entity in addressed:
+        q = bisect.bisect_right(starts, a) - 1
+        if q < 0 or speakers[q] is None or speakers[q] == entity:
+            continue
+        yield entity, speakers[q], [speakers[q + d] for d in (-1, 1) if 0 <= q + d < len(quotes)]
 
 
 def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int | None], addressed, narrators,
@@ -385,15 +391,11 @@ def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int 
     herself. Two groups that speak to each other as often as the one answers to the other's
     name are two people (fewer adjacent quotes are attribution's slips: a pet name's chain
     holds a "she" that turn-taking gives a quote); so are names of two genders. Narrators are _narrator_name's."""
-    starts = [a for a, _ in quotes]
     votes: dict[int, Counter] = {}
-    for a, _, entity in addressed:
-        q = bisect.bisect_right(starts, a) - 1
-        if q < 0 or speakers[q] is None or speakers[q] == entity:
-            continue
-        for d in (-1, 1):
-            if 0 <= q + d < len(quotes) and speakers[q + d] not in (None, entity, speakers[q]):
-                votes.setdefault(entity, Counter())[speakers[q + d]] += 1
+    for entity, by, beside in _answers(quotes, speakers, addressed):
+        for other in beside:
+            if other not in (None, entity, by):
+                votes.setdefault(entity, Counter())[other] += 1
     partners = Counter(frozenset(speakers[q : q + 2]) for q in range(len(quotes) - 1))
     out = {}
     for entity, counts in votes.items():
