@@ -431,3 +431,65 @@ def test_a_name_joins_the_one_entity_holding_a_full_name_it_is_part_of():
     assert ["Jim Hawkins", "Jim", "He", "Hawkins", "He"] in chains
     assert ["William Lucas", "Sir William", "Sir William"] in chains  # its names are mostly not "William Collins"
     assert len(chains) == 3
+
+
+@pytest.mark.parametrize("alexander", [False, True])
+def test_a_full_name_goes_to_the_chain_that_holds_it_most(alexander):
+    """The captain's chain says "the captain" most and "Captain Smollett" twice; a window put
+    one "Captain Smollett" in the ship's chain ("her"). That one goes to the captain; the
+    ship's "her" and "She" stay apart from him. With "Alexander Smollett" in the captain's
+    chain, its names are not all within "Captain Smollett", and the ship's chain is the one
+    that gives (its own full name, held more by the captain's chain)."""
+    alex = "Alexander Smollett rose. " if alexander else ""
+    text = (f"{alex}Captain Smollett came. The captain sat. The captain spoke. The captain rose. Captain Smollett "
+            "left. He waved.\n\nThe ship sailed. Captain Smollett praised her. She was fast.")
+    reader, at = reader_and_spans(text)
+    one = lambda word, k=0: (at[word][k],) * 2  # noqa: E731
+    captain = [*([(at["Alexander"][0], at["Smollett"][0])] if alexander else []),
+               (at["Captain"][0], at["Smollett"][-3]), *((at["The"][j], at["captain"][j]) for j in range(3)),
+               (at["Captain"][1], at["Smollett"][-2]), one("He")]
+    ship = [(at["The"][3], at["ship"][0]), (at["Captain"][2], at["Smollett"][-1]), one("her"), one("She")]
+    merged = DocumentEntities(reader)
+    merged.add_window([captain, ship], (0, len(reader.offsets)))
+    chains = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+    assert chains == [[*(["Alexander Smollett"] if alexander else []), "Captain Smollett", "The captain", "The captain",
+                       "The captain", "Captain Smollett", "He", "Captain Smollett"], ["The ship", "her", "She"]]
+
+
+def test_a_title_is_no_part_of_whose_name_it_is():
+    """George's chain says "George" and once "King George": a title says what he is, so he is
+    the "George Merry" of another chain. Without the title rule that one name in six would
+    keep them apart, as "William Lucas" keeps Sir William from "William Collins"."""
+    text = ("George Merry drank. Merry laughed. Merry sat. He slept.\n\nGeorge rose. George spoke. King George, he said. George "
+            "smiled. George left. George ran. He hid.")
+    reader, at = reader_and_spans(text)
+    one = lambda word, k=0: (at[word][k],) * 2  # noqa: E731
+    merry = [(at["George"][0], at["Merry"][0]), one("Merry", 1), one("Merry", 2), one("He")]
+    george = [one("George", 1), one("George", 2), (at["King"][0], at["George"][3]), *(one("George", k) for k in (4, 5, 6)),
+              one("He", 1)]
+    merged = DocumentEntities(reader)
+    merged.add_window([merry, george], (0, len(reader.offsets)))
+    assert len(merged.link_names()) == 1
+
+
+@pytest.mark.parametrize("part, full, within", [
+    ("King George", "George Merry", True),
+    ("George", "George Merry", True),
+    ("King", "George Merry", False),
+    ("William Lucas", "William Collins", False),
+    ("Squire Trelawney", "John Trelawney", True),
+    ("Captain Flint", "Captain Smollett", False),
+])
+def test_a_name_within_a_full_name_leaves_its_titles_out(part, full, within):
+    from lfcli.pipelines.tasks.corefs.document import _name_within
+    assert _name_within(name(part), name(full)) is within
+
+
+def test_full_names_of_one_person_but_for_titles_pick_the_biggest_holder():
+    """"Trelawney" fits the squire's "Squire Trelawney" and a small chain's "John Trelawney":
+    one man, so the name goes to the bigger. "Charlotte Lucas" and "Maria Lucas" are two."""
+    from lfcli.pipelines.tasks.corefs.document import _Entity, _one_person
+    squire, john = _Entity([(k, k) for k in range(30)]), _Entity([(40, 40), (41, 41)])
+    found = {1: squire, 2: john}
+    assert _one_person(found, {1: {name("Squire Trelawney").words}, 2: {name("John Trelawney").words}}) == {1: squire}
+    assert _one_person(found, {1: {name("Charlotte Lucas").words}, 2: {name("Maria Lucas").words}}) == {}

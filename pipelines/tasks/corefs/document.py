@@ -27,18 +27,25 @@ import bisect
 import re
 from collections import Counter
 
-from .entities import MentionReader, Name, Profile, is_nominal, proper_name
+from .entities import TITLES, MentionReader, Name, Profile, is_nominal, proper_name
 from .quotes import attribute
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 
 
 class _Entity:
-    __slots__ = ("mentions", "profile")
+    __slots__ = ("mentions", "profile", "into")
 
-    def __init__(self):
-        self.mentions: list[Span] = []
-        self.profile = Profile()
+    def __init__(self, mentions: list[Span] = (), profile: Profile | None = None):
+        self.mentions: list[Span] = list(mentions)
+        self.profile = profile or Profile()
+        self.into: _Entity | None = None  # the entity that absorbed it (_absorb)
+
+    def final(self) -> "_Entity":
+        e = self
+        while e.into is not None:
+            e = e.into
+        return e
 
 
 class DocumentEntities:
@@ -116,7 +123,6 @@ class DocumentEntities:
             name = self._dominant_name(e)
             if name:
                 by_name.setdefault(name.words, []).append(e)
-        gone: set[int] = set()  # absorbed into another
         lent: set[int] = set()  # gave its mentions of its name away (_lend_name): no longer of that name
         for words, group in by_name.items():  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
             kept: list[_Entity] = []
@@ -124,9 +130,8 @@ class DocumentEntities:
                 into = next((o for o in kept if o.profile.compatible(e.profile, same_name=True)), None)
                 if into is not None:
                     _absorb(into, e)
-                    gone.add(id(e))
                     continue
-                if kept and self._lend_name(e, words, lambda m: [o for o in kept if self._fits(o, m)][:1]):
+                if kept and self._lend_name(e, {words}, lambda m: [o for o in kept if self._fits(o, m)][:1]):
                     continue  # its mentions of the name went to an entity of that name; the rest is unnamed
                 kept.append(e)
             group[:] = kept
@@ -136,16 +141,15 @@ class DocumentEntities:
             for e in group:  # a short name that fits exactly one longer one: one name, as in the first pass
                 if id(e) in lent:
                     continue
-                longer = [o for lw, others in by_name.items() if words < lw for o in others if id(o) not in gone | lent]
+                longer = [o for lw, others in by_name.items() if words < lw for o in others if o.into is None and id(o) not in lent]
                 fits = [o for o in longer if o.profile.compatible(e.profile, same_name=True)]
                 if len(fits) == 1:
                     _absorb(fits[0], e)
-                    gone.add(id(e))
                 elif not fits and longer:  # its mentions of the name to the one longer name its names are within
                     within = [o for o in longer if self._names_within(e, self._dominant_name(o))]
-                    if self._lend_name(e, words, lambda m: [o for o in within if self._fits(o, m)]):
+                    if self._lend_name(e, {words}, lambda m: [o for o in within if self._fits(o, m)]):
                         lent.add(id(e))
-        alive = [e for e in entities if id(e) not in gone and e.mentions]
+        alive = [e for e in entities if e.into is None and e.mentions]
         return sorted(self._join_by_full_name(alive, lent), key=lambda e: e.mentions[0])
 
     def _join_by_full_name(self, entities: list[_Entity], lent: set[int]) -> list[_Entity]:
@@ -153,8 +157,11 @@ class DocumentEntities:
         frequent ("Hawkins" and the "Jim Hawkins" of Jim's chain, "Trelawney" and the "Squire
         Trelawney" of the squire's, "Miss Darcy" and the "Georgiana Darcy" of Georgiana's):
         one entity, when exactly one entity holds full names of the kind that can be the same
-        person (genders and forms of address agree). Where one wrong link keeps the two
-        apart, the name's mentions go (_lend_name). The smaller entities first, into the bigger."""
+        person (genders and forms of address agree); and a full name a chain holds, held more
+        by another ("Captain Smollett" in the ship's chain). Where one wrong link keeps the two apart,
+        the mentions of the name and of the full name go (_lend_name): a window that put the
+        ship's "her" in the captain's chain leaves "the captain" and "Captain Smollett" there too.
+        The smaller entities first, into the bigger."""
         holder: dict[frozenset, tuple[_Entity, Name]] = {}  # a full name's words -> the entity holding it most, and it
         counts: Counter = Counter()
         people = [e for e in entities if any(self.reader.mention(*m).is_person for m in e.mentions)]
@@ -166,42 +173,34 @@ class DocumentEntities:
                     best = holder.get(name.words)
                     if best is None or counts[(name.words, id(best[0]))] < counts[(name.words, id(e))]:
                         holder[name.words] = (e, name)
-        into: dict[int, _Entity] = {}  # absorbed entity -> the one that took it
-
-        def now(e: _Entity) -> _Entity:
-            while id(e) in into:
-                e = into[id(e)]
-            return e
-
         for e in sorted(people, key=lambda e: len(e.mentions)):
             own = self._dominant_name(e)
-            if own is None or id(e) in lent or id(e) in into:
+            if own is None or id(e) in lent or e.into is not None:
                 continue
             found, fulls = {}, {}
-            for words, (o, full) in holder.items():
-                o = now(o)
-                if (own.words < words and o is not e and _same_person(own, self._dominant_name(o), full)
-                        and self._names_within(e, full)):
+            for words, (first, full) in holder.items():
+                o = first.final()
+                part = own.words < words or (own.words == words and counts[(words, id(e))] < counts[(words, id(first))])
+                if o is not e and part and _same_person(own, self._dominant_name(o), full) and self._names_within(e, full):
                     found[id(o)] = o
                     fulls.setdefault(id(o), set()).add(words)
             if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says
                 says = {n.words for n in e.profile.names}
-                found = {k: o for k, o in found.items() if fulls[k] & says}
+                found = {k: o for k, o in found.items() if fulls[k] & says} or _one_person(found, fulls)
             if len(found) != 1:
                 continue
             (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
             if o.profile.compatible(e.profile, same_name=True, names=False):
                 _absorb(o, e)
-                into[id(e)] = o
-            elif self._lend_name(e, own.words, lambda m: [o] if self._fits(o, m, names=False) else []):
+            elif self._lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if self._fits(o, m, names=False) else []):
                 lent.add(id(e))
-        return [e for e in entities if id(e) not in into and e.mentions]
+        return [e for e in entities if e.into is None and e.mentions]
 
     def _names_within(self, entity: _Entity, full: Name, stray: float = 0.1) -> bool:
         """Whether the entity's names are parts of `full`, but for a `stray` share at most: "Sir
         William", whose chain also says "William Lucas", is not the "William" of "William Collins"."""
         names = [n for n in (self.reader.mention(*m).name for m in entity.mentions) if n is not None]
-        return sum(not n.words <= full.words for n in names) <= stray * len(names)
+        return sum(not _name_within(n, full) for n in names) <= stray * len(names)
 
     def _named(self, entity: _Entity, words: frozenset) -> int:
         return sum((n := self.reader.mention(*m).name) is not None and n.words == words for m in entity.mentions)
@@ -209,17 +208,17 @@ class DocumentEntities:
     def _fits(self, entity: _Entity, mention: Span, names: bool = True) -> bool:
         return entity.profile.compatible(self._profile([mention]), same_name=True, names=names)
 
-    def _lend_name(self, entity: _Entity, words: frozenset, takers) -> bool:
+    def _lend_name(self, entity: _Entity, names: set[frozenset], takers) -> bool:
         """An entity that cannot be one with the entities of its name (a window chain that holds
         "Mr. Darcy" beside a "they", or "Jane" beside another's "I"): each of its mentions of the
-        name goes to the one entity `takers(mention)` gives, where it gives exactly one, and the
-        rest stays an entity of its own. A proper name is the surest thing a chain holds: one
-        wrong pronoun link must not keep a character's name from the character. True when any
-        mention went; the entity is then no longer one of that name."""
+        `names` (their words) goes to the one entity `takers(mention)` gives, where it gives
+        exactly one, and the rest stays an entity of its own. A proper name is the surest thing a
+        chain holds: one wrong pronoun link must not keep a character's name from the character.
+        True when any mention went; the entity is then no longer one of that name."""
         moved = []
         for m in entity.mentions:
             name = self.reader.mention(*m).name
-            if name is not None and name.words == words:
+            if name is not None and name.words in names:
                 found = takers(m)
                 if len(found) == 1:
                     found[0].mentions.append(m)
@@ -454,9 +453,30 @@ def _same_person(a: Name, b: Name | None, full: Name) -> bool:
     return len(genders) <= 1 and len(addresses) <= 1
 
 
+def _one_person(found: dict[int, _Entity], fulls: dict[int, set[frozenset]]) -> dict[int, _Entity]:
+    """Of entities holding full names of one person but for titles ("Squire Trelawney" and
+    "John Trelawney", "Jim Hawkins" and "Cap'n Hawkins"), the biggest; else none."""
+    untitled = [w - TITLES for k in found for w in fulls[k]]
+    if not all(a <= b or b <= a for a in untitled for b in untitled):
+        return {}
+    k = max(found, key=lambda k: len(found[k].mentions))
+    return {k: found[k]}
+
+
+def _name_within(name: Name, full: Name) -> bool:
+    """Whether `name` is a part of `full`, a title it adds left out: "King George" is a part of
+    "George Merry" as "George" is (a title says what a person is, not who: one man is "George"
+    and "King George" in one mutiny), but "King" alone, or "William Lucas", is no part of it."""
+    if name.words <= full.words:
+        return True
+    untitled = name.words - TITLES
+    return bool(untitled) and untitled != name.words and untitled <= full.words
+
+
 def _absorb(into: _Entity, other: _Entity) -> None:
     into.mentions = sorted(into.mentions + other.mentions)
     into.profile.update(other.profile)
+    other.into = into
 
 
 def _without_possessive(text: str) -> str:

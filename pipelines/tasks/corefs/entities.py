@@ -97,7 +97,7 @@ TITLES = frozenset(
     "doctor captain squire colonel major general admiral lieutenant sergeant professor judge parson vicar rector "
     "reverend governor king queen prince princess duke duchess count countess baron baroness earl marquis".split()
 )
-_SHORT_TITLES = {"dr": "doctor", "capt": "captain", "col": "colonel", "gen": "general", "prof": "professor",
+_SHORT_TITLES = {"dr": "doctor", "capt": "captain", "cap'n": "captain", "col": "colonel", "gen": "general", "prof": "professor",
                  "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
 _WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
 _NOT_IN_NAMES = re.compile(r"[,;:!?()\"\u201c\u201d\u2014]|--")  # "--": a dash in plain-text books ("Jane--from")
