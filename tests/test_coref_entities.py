@@ -493,3 +493,74 @@ def test_full_names_of_one_person_but_for_titles_pick_the_biggest_holder():
     found = {1: squire, 2: john}
     assert _one_person(found, {1: {name("Squire Trelawney").words}, 2: {name("John Trelawney").words}}) == {1: squire}
     assert _one_person(found, {1: {name("Charlotte Lucas").words}, 2: {name("Maria Lucas").words}}) == {}
+
+
+@pytest.mark.parametrize("again, chains", [(2, 1), (1, 2)])
+def test_a_full_name_said_again_in_two_chains_outweighs_their_quotes(again, chains):
+    """Two chains each say "John Silver" twice; a window put the "I" of one quote in the first
+    and the "you" of that quote in the second, which alone would keep them apart (a speaker and
+    the one addressed are two people). Said once in the second chain, the quote wins."""
+    text = ("John Silver came. John Silver sat. \u201cI know you,\u201d said he.\n\n"
+            "John Silver left. John Silver ran. He hid.")
+    reader, at = reader_and_spans(text)
+    one = lambda word, k=0: (at[word][k],) * 2  # noqa: E731
+    silver = [(at["John"][k], at["Silver"][k]) for k in range(4)]
+    first = [silver[0], silver[1], one("I")]
+    second = [*silver[2: 2 + again], one("you"), one("He")]
+    merged = DocumentEntities(reader)
+    merged.add_window([first, second], (0, len(reader.offsets)))
+    found = merged.link_names()
+    assert len([c for c in found if c]) == chains
+    if chains == 2:  # the name still goes to the first chain (_lend_name); the "you" stays apart
+        assert [reader.text_of(*m) for m in found[-1]] == ["you", "He"]
+
+
+@pytest.mark.parametrize("maria_says_it", [False, True])
+def test_a_name_of_two_people_goes_to_the_one_whose_chain_says_it(maria_says_it):
+    """A chain says only "Miss Lucas", beside a wrong "He": of Charlotte Lucas and Maria Lucas,
+    it goes to the one whose own chain says "Miss Lucas" too; when both do, to neither."""
+    text = ("Charlotte Lucas smiled. Charlotte Lucas sat. Miss Lucas nodded.\n\nMaria Lucas ran. Maria Lucas "
+            "laughed. Miss Lucas hid. She ran.\n\n" + "Miss Lucas spoke. " * 4 + "He left.")
+    reader, at = reader_and_spans(text)
+    lucas = iter(at["Lucas"])
+    charlotte = [(at["Charlotte"][k], next(lucas)) for k in range(2)] + [(at["Miss"][0], next(lucas))]
+    maria = [(at["Maria"][k], next(lucas)) for k in range(2)]
+    maria_miss = (at["Miss"][1], next(lucas))
+    maria += [maria_miss, (at["She"][0],) * 2] if maria_says_it else [(at["She"][0],) * 2]
+    miss = [(at["Miss"][k], next(lucas)) for k in range(2, 6)] + [(at["He"][0],) * 2]
+    clusters = [charlotte, maria, miss] if maria_says_it else [charlotte, maria, [maria_miss], miss]
+    merged = DocumentEntities(reader)
+    merged.add_window(clusters, (0, len(reader.offsets)))
+    chains = [[reader.text_of(*m) for m in c] for c in merged.link_names()]
+    hers = next(c for c in chains if c[0] == "Charlotte Lucas")
+    assert hers.count("Miss Lucas") == (1 if maria_says_it else 6)  # her own, the chain's four, the one alone
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_a_married_name_joins_the_maiden_name_where_the_book_says_whom_she_married(stated):
+    """"Charlotte" and "Mrs. Collins" are one woman where the book says "Charlotte the wife of
+    Mr. Collins"; without it, a "Mrs." is never a "Miss" (Mrs. Bennet and her daughters)."""
+    said = "Charlotte the wife of Mr. Collins was content. " if stated else "Charlotte was content. "
+    text = ("Charlotte Lucas smiled. Charlotte sat. She nodded. " + said +
+            "\n\nMrs. Collins came. Mrs. Collins sat. She smiled.")
+    reader, at = reader_and_spans(text)
+    one = lambda word, k=0: (at[word][k],) * 2  # noqa: E731
+    charlotte = [(at["Charlotte"][0], at["Lucas"][0]), one("Charlotte", 1), one("She"), one("Charlotte", 2)]
+    wife = [(at["Mrs."][k], at["Collins"][-2 + k]) for k in range(2)] + [one("She", 1)]
+    merged = DocumentEntities(reader)
+    merged.add_window([charlotte, wife], (0, len(reader.offsets)))
+    assert len(merged.link_names()) == (1 if stated else 2)
+
+
+@pytest.mark.parametrize("text, married", [
+    ("Charlotte the wife of Mr. Collins was a sad sight.", {"charlotte": "collins"}),
+    ("Jane, now Mrs. Bingley, smiled.", {"jane": "bingley"}),
+    ("Miss Hamilton, now Mrs. Smith, wrote.", {"hamilton": "smith"}),
+    ("Mr. Wickham married Lydia in town.", {"lydia": "wickham"}),
+    ("Jane, Elizabeth, Mrs. Bennet and Lydia sat.", {}),  # a list of names, no marriage
+    ("But now Mrs. Darcy came; but she was late.", {}),  # "But" is no name: the book writes it in lower case
+    ("Ann, wife of Mr. John Knightley, sat. Lady Huff, wife of Sir G.  Huff, came.", {"ann": "knightley"}),
+])
+def test_a_book_says_whom_a_woman_married(text, married):
+    from lfcli.pipelines.tasks.corefs.entities import married_names
+    assert married_names(text) == married

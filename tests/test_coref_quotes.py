@@ -1,5 +1,5 @@
 """Quotes and their speakers (pipelines/tasks/corefs/quotes.py), and what the document's
-chains take from them (document.give_quotes): a quote's "I" is its speaker, a first-person
+chains take from them (speakers.give_quotes): a quote's "I" is its speaker, a first-person
 narration's "I" is one narrator named as the others call them. Each rule on a small text of
 its own, with the mentions given by hand (no model): the rules, not a model, are under test."""
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from lfcli.pipelines.tasks.corefs.document import _narrations, _pet_name, give_quotes
+from lfcli.pipelines.tasks.corefs.speakers import _narrations, _pet_name, give_quotes
 from lfcli.pipelines.tasks.corefs.entities import MentionReader, pronoun_kind, proper_name
 from lfcli.pipelines.tasks.corefs.quotes import attribute, quote_spans
 from lfcli.pipelines.tasks.corefs.task import confirmed_stories

@@ -8,7 +8,11 @@ only when the two can be one person (entities.Profile: names, gender, pronouns, 
 speaks in which quote); a mention is kept from the window that owns its position (the one
 it sits furthest from an edge in). Then entities far apart join by name ("Teodor Varga" in
 chapter 1, "Teodor" in chapter 40): the same dominant name, or a shorter name that fits one
-such entity only. Memory: the previous window's mentions and the entities found so far.
+such entity only; a name that is part of a full name one entity holds ("Hawkins", "Jim
+Hawkins"), titles left out ("King George" is George Merry's "George"); a full name two chains
+each say again and again ("John Silver"), whatever a window put in their quotes; and a maiden
+name with the married one where the book says whom she married ("Charlotte the wife of Mr.
+Collins"). Memory: the previous window's mentions and the entities found so far.
 
 Where the people change (a scene break: the names of the paragraphs before share none with
 the names after, entities.scene_breaks), no chain goes on but by name. Without this a
@@ -24,11 +28,9 @@ stories' narrators ("I") and two stories' Johns are four people.
 from __future__ import annotations
 
 import bisect
-import re
 from collections import Counter
 
-from .entities import TITLES, MentionReader, Name, Profile, is_nominal, proper_name
-from .quotes import attribute
+from .entities import TITLES, MentionReader, Name, Profile, is_nominal
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 
@@ -127,7 +129,7 @@ class DocumentEntities:
         for words, group in by_name.items():  # the same dominant name ("Darcy", "Mr. Darcy"): one entity, where compatible
             kept: list[_Entity] = []
             for e in sorted(group, key=lambda e: (-self._named(e, words), -len(e.mentions))):  # the most named takes the others
-                into = next((o for o in kept if o.profile.compatible(e.profile, same_name=True)), None)
+                into = next((o for o in kept if self._compatible(o, e)), None)
                 if into is not None:
                     _absorb(into, e)
                     continue
@@ -142,7 +144,7 @@ class DocumentEntities:
                 if id(e) in lent:
                     continue
                 longer = [o for lw, others in by_name.items() if words < lw for o in others if o.into is None and id(o) not in lent]
-                fits = [o for o in longer if o.profile.compatible(e.profile, same_name=True)]
+                fits = [o for o in longer if self._compatible(o, e)]
                 if len(fits) == 1:
                     _absorb(fits[0], e)
                 elif not fits and longer:  # its mentions of the name to the one longer name its names are within
@@ -150,7 +152,24 @@ class DocumentEntities:
                     if self._lend_name(e, {words}, lambda m: [o for o in within if self._fits(o, m)]):
                         lent.add(id(e))
         alive = [e for e in entities if e.into is None and e.mentions]
-        return sorted(self._join_by_full_name(alive, lent), key=lambda e: e.mentions[0])
+        return sorted(self._join_married(self._join_by_full_name(alive, lent)), key=lambda e: e.mentions[0])
+
+    def _join_married(self, entities: list[_Entity]) -> list[_Entity]:
+        """A woman under her maiden and her married name is one entity where the book says whom
+        she married (entities.married_names: "Charlotte the wife of Mr. Collins"): the one entity
+        whose most frequent name is hers ("Charlotte", "Miss Lucas") and the one whose is "Mrs."
+        and his surname, when their genders and pronouns agree and no story break is between them
+        (the book's word outweighs a window's "I" or "you" put in the wrong one of the two)."""
+        for maiden, surname in self.reader.forms.married.items():
+            named = [(e, self._dominant_name(e)) for e in entities if e.into is None]
+            wives = [e for e, n in named if n and n.address == "mrs" and n.words == {surname}]
+            maidens = [e for e, n in named if n and maiden in n.words and n.address != "mrs" and n.gender != "m"]
+            if len(wives) == 1 and len(maidens) == 1:
+                (wife,), (girl,) = wives, maidens
+                if wife.profile.compatible(girl.profile, same_name=True, names=False, quotes=False, addresses=False):
+                    into, other = (wife, girl) if len(wife.mentions) >= len(girl.mentions) else (girl, wife)
+                    _absorb(into, other)
+        return [e for e in entities if e.into is None]
 
     def _join_by_full_name(self, entities: list[_Entity], lent: set[int]) -> list[_Entity]:
         """A name that is a part of a full name another entity holds, though not as its most
@@ -184,17 +203,32 @@ class DocumentEntities:
                 if o is not e and part and _same_person(own, self._dominant_name(o), full) and self._names_within(e, full):
                     found[id(o)] = o
                     fulls.setdefault(id(o), set()).add(words)
-            if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says
-                says = {n.words for n in e.profile.names}
-                found = {k: o for k, o in found.items() if fulls[k] & says} or _one_person(found, fulls)
+            if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says,
+                says = {n.words for n in e.profile.names}  # else the one whose chain says "Miss Lucas" too
+                found = ({k: o for k, o in found.items() if fulls[k] & says}
+                         or _only({k: o for k, o in found.items() if own in o.profile.names}) or _one_person(found, fulls))
             if len(found) != 1:
                 continue
             (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
-            if o.profile.compatible(e.profile, same_name=True, names=False):
+            if self._compatible(o, e, names=False):
                 _absorb(o, e)
             elif self._lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if self._fits(o, m, names=False) else []):
                 lent.add(id(e))
         return [e for e in entities if e.into is None and e.mentions]
+
+    def _compatible(self, a: _Entity, b: _Entity, names: bool = True) -> bool:
+        """Profile.compatible for two chains of one name; where both say one full name at least
+        FULL_NAME_AGAIN times ("John Silver"), a quote's "I" and "you" in the two do not keep
+        them apart: a window put the captain's "I" in one of Silver's two chains."""
+        return a.profile.compatible(b.profile, same_name=True, names=names) or (
+            a.profile.compatible(b.profile, same_name=True, names=names, quotes=False) and self._same_full_name(a, b))
+
+    def _same_full_name(self, a: _Entity, b: _Entity) -> bool:
+        def fulls(e: _Entity) -> Counter:
+            return Counter(n.words for n in (self.reader.mention(*m).name for m in e.mentions)
+                           if n is not None and len(n.words - TITLES) > 1)
+        ours, theirs = fulls(a), fulls(b)
+        return any(k >= FULL_NAME_AGAIN and theirs[w] >= FULL_NAME_AGAIN for w, k in ours.items())
 
     def _names_within(self, entity: _Entity, full: Name, stray: float = 0.1) -> bool:
         """Whether the entity's names are parts of `full`, but for a `stray` share at most: "Sir
@@ -242,198 +276,7 @@ class DocumentEntities:
         return None
 
 
-# A first-person narration: at least this many "I", "me", "my" outside quotes in one story make
-# them one narrator, whatever chains the windows put them in.
-NARRATOR_LEAST = 10
-NARRATOR_DENSITY = 0.005  # ... and in at least this share of a scene's tokens (Treasure Island: 0.019)
-NARRATOR_SCENE = 2000  # tokens: a shorter scene neither starts a narrator nor ends one
-
-
-def _narrations(narration: dict[int, list], breaks: list[int], stories: list[int], n: int) -> list[list]:
-    """The narration "I" of each narrator: those of consecutive scenes told in the first person
-    (NARRATOR_LEAST "I" at least, and NARRATOR_DENSITY of their tokens) are one narrator's, as a
-    novel's narrator goes on through its scene changes; a scene of NARRATOR_SCENE tokens or
-    more told otherwise, or a story break, ends it (two stories' narrators are two people)."""
-    bounds = [0, *breaks, n]
-    out: list[list] = []
-    going = False  # whether the last scene's narrator goes on
-    for scene in range(len(bounds) - 1):
-        told = narration.get(scene, [])
-        size = bounds[scene + 1] - bounds[scene]
-        if scene and bounds[scene] in stories:
-            going = False
-        first_person = len(told) >= NARRATOR_LEAST and len(told) >= NARRATOR_DENSITY * size
-        if not first_person and size < NARRATOR_SCENE:  # a short scene says nothing: the narrator goes on
-            if going:
-                out[-1].extend(told)
-            continue
-        if first_person and going:
-            out[-1].extend(told)
-        elif first_person:
-            out.append(list(told))
-        going = first_person
-    return out
-
-
-def _name_finder(reader: MentionReader, groups: list[list[Span]]):
-    """name text -> the group that holds most mentions of that name (its words), or None."""
-    holders: dict[frozenset, Counter] = {}
-    for k, group in enumerate(groups):
-        for span in group:
-            name = reader.mention(*span).name
-            if name is not None:
-                holders.setdefault(name.words, Counter())[k] += 1
-
-    def named(text: str) -> int | None:
-        name = proper_name(text)
-        held = holders.get(name.words) if name else None
-        return held.most_common(1)[0][0] if held else None
-    return named
-
-
-def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[int] = (),
-                stories: list[int] = ()) -> list[int | None]:
-    """Each quote's speaker (quotes.attribute) as an index into `groups` (entities' mentions),
-    and the first person put with the person it is. Outside quotes, one narrator's "I"
-    (_narrations: consecutive first-person scenes between `breaks`, scene and story breaks, no
-    story break among them) go to one group of their own, and the entity
-    others call the narrator by in speech to them joins it (_narrator_name: "Jim"); each
-    narrator is a new group at the end of `groups`. Inside a
-    quote whose speaker is known, its "I", "me", "my" go to the speaker's group. `groups` is
-    changed in place (text order kept)."""
-    offsets = reader.offsets
-    owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
-    narration: dict[int, list[tuple[Span, int]]] = {}  # scene -> its narration "I" and their groups
-    for k, group in enumerate(groups):
-        for span in group:
-            m = reader.mention(*span)
-            if m.kind == "i" and m.quote is None:
-                narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
-    narrators = []
-    for told in _narrations(narration, breaks, stories, len(offsets)):
-        # a group of its own: the chain that held most of the narrator's "I" may also hold a
-        # name the window model linked to it ("Hands" beside the narrator's "I"), which stays there
-        narrator = len(groups)
-        groups.append([])
-        owner.update((span, narrator) for span, _ in told)
-        narrators.append(narrator)
-    people, others, addressed = [], [], []
-    for k, group in enumerate(groups):
-        for s, e in group:
-            m = reader.mention(s, e)
-            if m.quote is not None and m.person == 2 and m.name:
-                addressed.append((offsets[s][0], offsets[e][1], k))
-            elif reader.quote_of(offsets[s][0]) is not None:
-                continue  # in a quote, and not the one addressed (a Mention keeps its quote only when it says who speaks)
-            elif m.name or m.is_person:
-                people.append((offsets[s][0], offsets[e][1], owner.get((s, e), k)))  # "said I": the narrator
-            elif not m.kind:
-                others.append((offsets[s][0], offsets[e][1], k))
-    people.sort()
-    others.sort()
-    addressed.sort()
-    speakers = attribute(reader.text, reader.quotes, people, addressed, _name_finder(reader, groups), others)
-    joined = {}  # a group -> the narrator group it joins
-    for narrator in narrators:
-        named = _narrator_name(reader.quotes, speakers, addressed, narrator)
-        if named is not None and named not in joined and named not in narrators:
-            joined[named] = narrator
-    for k, into in _names_by_address(reader, groups, reader.quotes, speakers, addressed, narrators).items():
-        if k not in joined and into not in joined:
-            joined[k] = into
-    speakers = [joined.get(k, k) for k in speakers]
-    for k, group in enumerate(groups):
-        for span in group:
-            m = reader.mention(*span)
-            if m.kind == "i" and m.quote is not None and speakers[m.quote] not in (None, joined.get(k, k)):
-                owner[span] = speakers[m.quote]
-    for k, narrator in joined.items():
-        owner.update((span, narrator) for span in groups[k] if span not in owner)
-    if owner:
-        for k, group in enumerate(groups):
-            group[:] = [span for span in group if owner.get(span, k) == k]
-        for span, k in owner.items():
-            bisect.insort(groups[k], span)
-    return speakers
-
-
-def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int, least: int = 2) -> int | None:
-    """The entity other people call the narrator by: the one most often addressed by name
-    (`addressed`: (start, end, entity) of vocatives, sorted) in a quote next to one the
-    narrator speaks, by someone else ("“Jim,” said he"); None below `least` such quotes."""
-    votes = Counter(entity for entity, by, beside in _answers(quotes, speakers, addressed)
-                    if by != narrator and narrator in beside)
-    (entity, count), = votes.most_common(1) or [(None, 0)]
-    return entity if count >= least else None
-
-
-def _answers(quotes, speakers: list[int | None], addressed):
-    """For each name said to someone in a quote whose speaker is known and is not the one
-    addressed: (the entity addressed, the speaker, the speakers of the quotes just before
-    and after it)."""
-    starts = [a for a, _ in quotes]
-    for a, _, entity in addressed:
-        q = bisect.bisect_right(starts, a) - 1
-        if q < 0 or speakers[q] is None or speakers[q] == entity:
-            continue
-        yield entity, speakers[q], [speakers[q + d] for d in (-1, 1) if 0 <= q + d < len(quotes)]
-
-
-def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int | None], addressed, narrators,
-                      least: int = 2) -> dict[int, int]:
-    """A pet name people call someone by ("Lizzy", "Eliza" for Elizabeth): group -> the group
-    it is one person with. The evidence is the text's own: the group is addressed by name in a
-    quote ("“Lizzy,” said her father") and the quote just before or after it is spoken by
-    another named group, not the one who spoke to it ("..., said Elizabeth"), at least `least`
-    times and twice as often as any other group; and the names look like a pet name and its
-    full form (`_pet_name`), so that "Miss de Bourgh", whom Elizabeth answers for, stays
-    herself. Two groups that speak to each other as often as the one answers to the other's
-    name are two people (fewer adjacent quotes are attribution's slips: a pet name's chain
-    holds a "she" that turn-taking gives a quote); so are names of two genders. Narrators are _narrator_name's."""
-    votes: dict[int, Counter] = {}
-    for entity, by, beside in _answers(quotes, speakers, addressed):
-        for other in beside:
-            if other not in (None, entity, by):
-                votes.setdefault(entity, Counter())[other] += 1
-    partners = Counter(frozenset(speakers[q : q + 2]) for q in range(len(quotes) - 1))
-    out = {}
-    for entity, counts in votes.items():
-        (into, count), *rest = counts.most_common(2)
-        if (count < least or (rest and count < 2 * rest[0][1]) or into in narrators or entity in narrators
-                or partners[frozenset((entity, into))] >= count):
-            continue
-        pet, full = _first_names(reader, groups[entity]), _first_names(reader, groups[into])
-        if not any(_pet_name(a, b) for a in pet for b in full):
-            continue
-        genders = {g for g in (_gender(reader, groups[entity]), _gender(reader, groups[into])) if g}
-        if len(genders) <= 1:
-            out[entity] = into
-    return out
-
-
-def _first_names(reader: MentionReader, group: list[Span]) -> frozenset:
-    """The words of a group's most frequent proper name."""
-    found = Counter(n.words for n in (reader.mention(*m).name for m in group) if n is not None)
-    return found.most_common(1)[0][0] if found else frozenset()
-
-
-def _pet_name(short: str, full: str) -> bool:
-    """Whether `short` can be a pet name of `full`: its stem, of three letters or more, is
-    inside the longer name. The stem drops a final -y, -ie or -ey, then makes a doubled last
-    letter or a "ck" one: "lizzy" -> "liz" (elizabeth), "becky" -> "bec" (rebecca); "eliza"
-    is in "elizabeth" as it is. "harry" and "henry" share too little: a pet name whose letters
-    do not show it needs more evidence than the text gives here."""
-    if len(short) >= len(full):
-        return False
-    stem = re.sub(r"(ie|ey|y)$", "", short)
-    stem = re.sub(r"(.)\1$|ck$", lambda m: m.group(0)[0], stem)  # "lizz" -> "liz", "beck" -> "bec"
-    return len(stem) >= 3 and stem in full
-
-
-def _gender(reader: MentionReader, group: list[Span]) -> str | None:
-    """The gender most of a group's names give (an honorific, a head noun), or None."""
-    found = Counter(n.gender for n in (reader.mention(*m).name for m in group) if n is not None and n.gender)
-    return found.most_common(1)[0][0] if found else None
+FULL_NAME_AGAIN = 2  # a full name two chains each say this often: one person, whatever their quotes say
 
 
 def chain_spans(row: dict) -> list[list[tuple[int, int]]]:
@@ -451,6 +294,10 @@ def _same_person(a: Name, b: Name | None, full: Name) -> bool:
     genders = {n.gender for n in (a, b, full) if n.gender}
     addresses = {n.address for n in (a, b, full) if n.address}
     return len(genders) <= 1 and len(addresses) <= 1
+
+
+def _only(found: dict) -> dict:
+    return found if len(found) == 1 else {}
 
 
 def _one_person(found: dict[int, _Entity], fulls: dict[int, set[frozenset]]) -> dict[int, _Entity]:

@@ -180,6 +180,7 @@ class NameForms:
             forms.setdefault(_plain(m.group(2)), set()).add(HONORIFICS[m.group(1).lower()][0])
         titled = {_plain(m.group(1)) for m in _AFTER_TITLE.finditer(text)}  # "Colonel Forster", beside "Mrs. Forster"
         self.women = {w: (next(iter(f)) if len(f) == 1 else None) for w, f in forms.items() if w not in self.men | titled}
+        self.married = married_names(text)
 
     def apply(self, name: Name, text: str) -> Name:
         """`name` (read from the mention `text`) with the gender and address the book gives its
@@ -192,6 +193,34 @@ class NameForms:
         if given in self.women:
             return name._replace(address=self.women[given], gender="f")
         return name
+
+
+# A woman's married name, as a book says it: "Charlotte the wife of Mr. Collins", "Jane, now
+# Mrs. Bingley", "Lydia became Mrs. Wickham", "Mr. Collins married Charlotte".
+_HUSBAND = r"(?:Mr|Mister|Sir|Dr|Doctor|Captain|Colonel|Major|Lord)\.?\s+(?:[A-Z][\w'\u2019-]*\.?\s+){0,2}?([A-Z][\w'\u2019-]*)\b(?!\.?\s+[A-Z])"
+_MARRIED = [
+    (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now\s+|then\s+)?(?:the\s+)?wife\s+of\s+" + _HUSBAND), 1, 2),
+    (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now|then|became|who\s+became)\s+Mrs\.?\s+([A-Z][\w'\u2019-]*)"), 1, 2),
+    (re.compile(r"\b([A-Z][a-z]+)\s+(?:was\s+|had\s+been\s+|is\s+)?married\s+to\s+" + _HUSBAND), 1, 2),
+    (re.compile(_HUSBAND + r"\s+(?:had\s+|has\s+)?married\s+(?:Miss\s+)?([A-Z][a-z]+)\b"), 2, 1),
+]
+
+
+def married_names(text: str) -> dict[str, str]:
+    """A book's statements of whom a woman married: her name (given, or maiden surname:
+    "Miss Hamilton, now Mrs. Smith") -> her husband's surname, lower case ("charlotte" ->
+    "collins"). A word the book also writes in lower case is no name ("But now Mrs. Darcy"), and
+    a name said to marry two men is left out. The husband's surname is the last of his names
+    ("Sir Minos Smith", "Sir G. Huff")."""
+    found: dict[str, set] = {}
+    for pattern, wife, husband in _MARRIED:
+        for m in pattern.finditer(text):
+            found.setdefault(_plain(m.group(wife)), set()).add(_plain(m.group(husband)))
+    if not found:
+        return {}
+    lower = set(re.findall(r"\b[a-z]+\b", text))
+    return {w: next(iter(h)) for w, h in found.items()
+            if len(h) == 1 and w not in lower and w not in HONORIFICS and w not in h}  # not "Lady Huff, wife of Sir G. Huff"
 
 
 def _plain(word: str) -> str:
@@ -334,18 +363,22 @@ class Profile:
         return all(not a.titles or not b.names or any(n.address in a.titles for n in b.names)
                    for a, b in ((self, other), (other, self)))
 
-    def compatible(self, other: "Profile", same_name: bool = False, names: bool = True) -> bool:
+    def compatible(self, other: "Profile", same_name: bool = False, names: bool = True, quotes: bool = True,
+                   addresses: bool = True) -> bool:
         """Whether the two can be one entity: every rule above holds between them.
         `same_name`: two chains of one name, where a speaker's "I" may meet the narration's
         "she" (speaker_and_narrated_agree). `names=False`: their names are known to be one
-        person's by other evidence (document.DocumentEntities: a full name holds both)."""
+        person's by other evidence (document.DocumentEntities: a full name holds both).
+        `quotes=False`: speakers_differ not asked, where a full name both chains say again and
+        again outweighs a window's "I" put in the wrong chain. `addresses=False`: forms of address
+        not asked, for a married name the book states ("Miss Lucas" is now "Mrs. Collins")."""
         agree = speaker_and_narrated_agree if same_name else pronouns_agree
         return (
             len(self.scenes | other.scenes) <= 1
-            and self._addresses_fit(other)
+            and (not addresses or self._addresses_fit(other))
             and agree(self.kinds, other.kinds)
             and genders_agree(self.genders, other.genders)
-            and not speakers_differ(self.quotes, other.quotes)
+            and not (quotes and speakers_differ(self.quotes, other.quotes))
             and (not names or self._names_fit(other))
         )
 

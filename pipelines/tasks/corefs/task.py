@@ -1,7 +1,7 @@
 """The coreference task: windows of a document, each decoded into chains (decode.py),
 then joined into the document's entities (document.DocumentEntities), whose quotes are given
-their speakers (quotes.attribute). How windows join, and where no chain goes on (scene and
-story breaks), is document.py's to say.
+their speakers and whose first person goes with the person it is (speakers.give_quotes). How
+windows join, and where no chain goes on (scene and story breaks), is document.py's to say.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import torch
 from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
-from .document import DocumentEntities, give_quotes
+from .document import DocumentEntities
+from .speakers import give_quotes
 from .entities import Mention, MentionReader, Name, Profile, scene_breaks
 from .stories import story_breaks
 
