@@ -216,11 +216,8 @@ def married_names(text: str) -> dict[str, str]:
     for pattern, wife, husband in _MARRIED:
         for m in pattern.finditer(text):
             found.setdefault(_plain(m.group(wife)), set()).add(_plain(m.group(husband)))
-    if not found:
-        return {}
-    lower = set(re.findall(r"\b[a-z]+\b", text))
-    return {w: next(iter(h)) for w, h in found.items()
-            if len(h) == 1 and w not in lower and w not in HONORIFICS and w not in h}  # not "Lady Huff, wife of Sir G. Huff"
+    return {w: next(iter(h)) for w, h in found.items()  # not "Lady Huff, wife of Sir G. Huff": w in h
+            if len(h) == 1 and w not in HONORIFICS and w not in h and not re.search(rf"\b{re.escape(w)}\b", text)}
 
 
 def _plain(word: str) -> str:
