@@ -42,9 +42,9 @@ def Pipeline(task: str, model: str | None = None, **options):
     CPU with native bf16, else float32),
     attention_backend, max_length, batch_size, max_tokens, global_policy, labels,
     temperature, question, top_k, pooling, normalize; fast_paths (False: the plain reference
-    model, without the speed swaps); and chunk_docs, chunk_seconds (how
-    many documents, and about how many seconds of work, between one burst of rows and the
-    next). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
+    model, without the speed swaps); and chunk_docs, chunk_chars (how
+    many documents, and about how many characters, between one burst of rows and the
+    next; counted, not timed, so one input gives the same rows on every run). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
     from lfcli.pipelines.infer.runner import Pipeline as _Pipeline  # lazy: torch, not for `import lfcli`
 
     return _Pipeline(task, model, **options)

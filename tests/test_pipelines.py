@@ -97,9 +97,8 @@ def test_output_order_and_batching(encoder_dir):
 
 
 def test_rows_come_out_every_few_seconds_not_per_64_documents(encoder_dir):
-    """The first chunk is one document; later chunks hold about chunk_seconds of work (from
-    the time per character so far), at most chunk_docs documents: a killed job loses
-    seconds, not a whole chunk of long documents."""
+    """The first chunk is one document; later chunks hold about chunk_chars characters, at most
+    chunk_docs documents: a killed job loses seconds, not a whole chunk of long documents."""
     consumed = []
 
     def documents():
@@ -107,14 +106,44 @@ def test_rows_come_out_every_few_seconds_not_per_64_documents(encoder_dir):
             consumed.append(i)
             yield Document(str(i), "the court held that " * 40)
 
-    for chunk_seconds, consumed_by_second_row in ((0.0, 2), (3600.0, 9)):
+    for chunk_chars, consumed_by_second_row in ((1, 2), (2_000, 4), (10**9, 9)):  # 800 characters a document
         consumed.clear()
-        pipe = Pipeline("embed", str(encoder_dir), max_length=64, chunk_docs=8, chunk_seconds=chunk_seconds)
+        pipe = Pipeline("embed", str(encoder_dir), max_length=64, chunk_docs=8, chunk_chars=chunk_chars)
         rows = pipe.run(documents())
         assert next(rows)["id"] == "0" and consumed == [0]
         next(rows)
         assert len(consumed) == consumed_by_second_row
         assert [r["id"] for r in rows] == [str(i) for i in range(2, 20)]
+
+
+def test_chunks_are_cut_by_counts_not_by_the_clock(encoder_dir, monkeypatch):
+    """A slow machine (each clock reading 100 s on) cuts the job where a fast one does, so the
+    same windows share a batch and one input gives the same rows on every run."""
+    import itertools
+
+    import pipelines.infer.runner as runner
+
+    def run(clock) -> tuple[list[int], list[dict]]:
+        consumed = []
+
+        def documents():
+            for i in range(12):
+                consumed.append(i)
+                yield Document(str(i), "the court held that " * (10 + 7 * i))
+        if clock is not None:
+            monkeypatch.setattr(runner.time, "perf_counter", clock)
+        pipe = Pipeline("embed", str(encoder_dir), max_length=64, chunk_docs=8, chunk_chars=3_000)
+        read_by_each_row, rows = [], []
+        for row in pipe.run(documents()):
+            read_by_each_row.append(len(consumed))  # how far the reader was when the row came out
+            rows.append(row)
+        return read_by_each_row, rows
+
+    fast = run(None)
+    ticks = itertools.count(0, 100.0)
+    slow = run(lambda: next(ticks))
+    assert fast[0] == slow[0] and len(set(fast[0])) > 2  # the same chunks, and more than two
+    assert [r["embedding"] for r in fast[1]] == [r["embedding"] for r in slow[1]]
 
 
 def test_check_options_refuses_before_loading():
