@@ -98,6 +98,29 @@ def test_a_quotes_i_joins_its_speaker_and_the_narration_i_is_one_narrator_named_
     assert groups[2] == [] and groups[3] == [] and groups[4] == []
 
 
+@pytest.mark.parametrize("title, moves", [("Captain", True), ("Mrs.", False)])
+def test_the_narrators_name_in_other_chains_goes_to_the_narrator(title, moves):
+    """Silver calls the narrator "Hawkins"; another chain is "Captain Hawkins" beside a "she" (a
+    window's wrong link): its "Captain Hawkins" goes to the narrator and the "she" stays. A "Mrs.
+    Hawkins" is not his name: the book's "Mr. Hawkins" and his chain's "he" make him a man."""
+    text = ("I walked to the inn. " * 10 + "Mr. Hawkins was away.\n\n"
+            "\u201cHawkins, sit here,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n"
+            "\u201cHawkins, eat,\u201d said Silver.\n\n\u201cGood,\u201d said I. He smiled.\n\n"
+            f"{title} Hawkins came. {title} Hawkins left. She ran.")
+    reader, spans = reader_over_words(text)
+    t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
+    narration = [t("I", k) for k in range(10)] + [t("I", 11), t("I", 12)]
+    word = title.rstrip(".")
+    titled = [(t(word, 0)[0], t("Hawkins", 3)[1]), (t(word, 1)[0], t("Hawkins", 4)[1])]
+    groups = [list(narration), [t("Silver", 0), t("Silver", 1)], [t("Hawkins", 1), t("Hawkins", 2), t("He")],
+              [t("I", 10)], [*titled, t("She")]]
+    give_quotes(reader, groups, breaks=[], stories=[])
+    narrator = next(k for k, g in enumerate(groups) if narration[0] in g)
+    assert t("Hawkins", 1) in groups[narrator]  # the name Silver calls him by
+    assert all(span in groups[narrator] for span in titled) is moves
+    assert t("She") not in groups[narrator]
+
+
 @pytest.mark.parametrize("short,full,expected", [
     ("lizzy", "elizabeth", True), ("eliza", "elizabeth", True), ("becky", "rebecca", True),
     ("harry", "henry", False), ("jo", "josephine", False), ("elizabeth", "lizzy", False), ("kitty", "catherine", False),

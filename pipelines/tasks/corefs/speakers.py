@@ -14,7 +14,7 @@ import bisect
 import re
 from collections import Counter
 
-from .entities import MentionReader, proper_name
+from .entities import TITLES, MentionReader, proper_name
 from .quotes import attribute
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -116,6 +116,7 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         named = _narrator_name(reader.quotes, speakers, addressed, narrator)
         if named is not None and named not in joined and named not in narrators:
             joined[named] = narrator
+    owner.update(_narrator_names(reader, groups, joined, narrators, owner))
     for k, into in _names_by_address(reader, groups, reader.quotes, speakers, addressed, narrators).items():
         if k not in joined and into not in joined:
             joined[k] = into
@@ -133,6 +134,31 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         for span, k in owner.items():
             bisect.insort(groups[k], span)
     return speakers
+
+
+def _narrator_names(reader: MentionReader, groups, joined: dict[int, int], narrators, owner) -> dict[Span, int]:
+    """The narrator's name where other chains hold it: a group whose most frequent name is
+    the one the narrator is called by, titles left out ("Dr. Watson", or "Watson" in a chain of
+    someone's "you"), gives its mentions of that name to the narrator (the rest of it, a
+    window's links to other people, stays). Not a name of the other gender ("Mrs. Hawkins" is
+    not Jim). span -> narrator group."""
+    moved = {}
+    for k, narrator in joined.items():
+        if narrator not in narrators:
+            continue
+        called = _first_names(reader, groups[k]) - TITLES
+        genders = {g for g in (reader.mention(*m).gender for m in groups[k]) if g}
+        if not called or len(genders) > 1:
+            continue
+        for g, group in enumerate(groups):
+            if g == k or g in narrators or g in joined or _first_names(reader, group) - TITLES != called:
+                continue
+            for span in group:
+                name = reader.mention(*span).name
+                if (name is not None and name.words - TITLES == called and span not in owner
+                        and (name.gender is None or not genders or name.gender in genders)):
+                    moved[span] = narrator
+    return moved
 
 
 def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int, least: int = 2) -> int | None:
