@@ -460,13 +460,13 @@ def test_a_title_is_no_part_of_whose_name_it_is():
     """George's chain says "George" and once "King George": a title says what he is, so he is
     the "George Merry" of another chain. Without the title rule that one name in six would
     keep them apart, as "William Lucas" keeps Sir William from "William Collins"."""
-    text = ("George Merry drank. Merry laughed. Merry sat. He slept.\n\nGeorge rose. George spoke. King George, he said. George "
-            "smiled. George left. George ran. He hid.")
+    text = ("George Merry drank. Merry laughed. Merry sat. He slept.\n\nGeorge rose. George spoke. "
+            "King George, he said. George smiled. George left. George ran. He hid.")
     reader, at = reader_and_spans(text)
     one = lambda word, k=0: (at[word][k],) * 2  # noqa: E731
     merry = [(at["George"][0], at["Merry"][0]), one("Merry", 1), one("Merry", 2), one("He")]
-    george = [one("George", 1), one("George", 2), (at["King"][0], at["George"][3]), *(one("George", k) for k in (4, 5, 6)),
-              one("He", 1)]
+    george = [one("George", 1), one("George", 2), (at["King"][0], at["George"][3]),
+              *(one("George", k) for k in (4, 5, 6)), one("He", 1)]
     merged = DocumentEntities(reader)
     merged.add_window([merry, george], (0, len(reader.offsets)))
     assert len(merged.link_names()) == 1

@@ -200,13 +200,15 @@ class DocumentEntities:
             for words, (first, full) in holder.items():
                 o = first.final()
                 part = own.words < words or (own.words == words and counts[(words, id(e))] < counts[(words, id(first))])
-                if o is not e and part and _same_person(own, self._dominant_name(o), full) and self._names_within(e, full):
+                if (o is not e and part and _same_person(own, self._dominant_name(o), full)
+                        and self._names_within(e, full)):
                     found[id(o)] = o
                     fulls.setdefault(id(o), set()).add(words)
             if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says,
                 says = {n.words for n in e.profile.names}  # else the one whose chain says "Miss Lucas" too
                 found = ({k: o for k, o in found.items() if fulls[k] & says}
-                         or _only({k: o for k, o in found.items() if own in o.profile.names}) or _one_person(found, fulls))
+                         or _only({k: o for k, o in found.items() if own in o.profile.names})
+                         or _one_person(found, fulls))
             if len(found) != 1:
                 continue
             (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")

@@ -97,8 +97,8 @@ TITLES = frozenset(
     "doctor captain squire colonel major general admiral lieutenant sergeant professor judge parson vicar rector "
     "reverend governor king queen prince princess duke duchess count countess baron baroness earl marquis".split()
 )
-_SHORT_TITLES = {"dr": "doctor", "capt": "captain", "cap'n": "captain", "col": "colonel", "gen": "general", "prof": "professor",
-                 "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
+_SHORT_TITLES = {"dr": "doctor", "capt": "captain", "cap'n": "captain", "col": "colonel", "gen": "general",
+                 "prof": "professor", "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
 _WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
 _NOT_IN_NAMES = re.compile(r"[,;:!?()\"\u201c\u201d\u2014]|--")  # "--": a dash in plain-text books ("Jane--from")
 # A man's honorific and the one or two capitalised words after it ("Sir William Lucas"); a
@@ -197,7 +197,8 @@ class NameForms:
 
 # A woman's married name, as a book says it: "Charlotte the wife of Mr. Collins", "Jane, now
 # Mrs. Bingley", "Lydia became Mrs. Wickham", "Mr. Collins married Charlotte".
-_HUSBAND = r"(?:Mr|Mister|Sir|Dr|Doctor|Captain|Colonel|Major|Lord)\.?\s+(?:[A-Z][\w'\u2019-]*\.?\s+){0,2}?([A-Z][\w'\u2019-]*)\b(?!\.?\s+[A-Z])"
+_HUSBAND = (r"(?:Mr|Mister|Sir|Dr|Doctor|Captain|Colonel|Major|Lord)\.?\s+"  # his title, his other names, his surname
+            r"(?:[A-Z][\w'\u2019-]*\.?\s+){0,2}?([A-Z][\w'\u2019-]*)\b(?!\.?\s+[A-Z])")
 _MARRIED = [
     (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now\s+|then\s+)?(?:the\s+)?wife\s+of\s+" + _HUSBAND), 1, 2),
     (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now|then|became|who\s+became)\s+Mrs\.?\s+([A-Z][\w'\u2019-]*)"), 1, 2),
