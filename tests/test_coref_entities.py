@@ -560,6 +560,7 @@ def test_a_married_name_joins_the_maiden_name_where_the_book_says_whom_she_marri
     ("Jane, Elizabeth, Mrs. Bennet and Lydia sat.", {}),  # a list of names, no marriage
     ("But now Mrs. Darcy came; but she was late.", {}),  # "But" is no name: the book writes it in lower case
     ("Ann, wife of Mr. John Knightley, sat. Lady Huff, wife of Sir G.  Huff, came.", {"ann": "knightley"}),
+    ("Lady Huff, wife of Sir G. Huff. Charlotte came.", {}),  # his names end at the full stop
 ])
 def test_a_book_says_whom_a_woman_married(text, married):
     from lfcli.pipelines.tasks.corefs.entities import married_names

@@ -198,7 +198,7 @@ class NameForms:
 # A woman's married name, as a book says it: "Charlotte the wife of Mr. Collins", "Jane, now
 # Mrs. Bingley", "Lydia became Mrs. Wickham", "Mr. Collins married Charlotte".
 _HUSBAND = (r"(?:Mr|Mister|Sir|Dr|Doctor|Captain|Colonel|Major|Lord)\.?\s+"  # his title, his other names, his surname
-            r"(?:[A-Z][\w'\u2019-]*\.?\s+){0,2}?([A-Z][\w'\u2019-]*)\b(?!\.?\s+[A-Z])")
+            r"(?:[A-Z]\.\s+|[A-Z][\w'\u2019-]*\s+){0,2}?([A-Z][\w'\u2019-]+)\b(?!\s+[A-Z])")  # not past a full stop
 _MARRIED = [
     (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now\s+|then\s+)?(?:the\s+)?wife\s+of\s+" + _HUSBAND), 1, 2),
     (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now|then|became|who\s+became)\s+Mrs\.?\s+([A-Z][\w'\u2019-]*)"), 1, 2),
