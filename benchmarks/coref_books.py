@@ -20,6 +20,7 @@ book) show apart. Per novel:
     python benchmarks/coref_books.py                      # the bundled model, three novels
     python benchmarks/coref_books.py --no-pieces --json out.json
     python benchmarks/coref_books.py -m DIR --books 11_alices_adventures_in_wonderland.txt
+    python benchmarks/coref_books.py --characters benchmarks/coref_characters_more.json --no-pieces
 """
 
 from __future__ import annotations
@@ -106,13 +107,15 @@ def main(argv=None) -> dict:
     p.add_argument("--books", nargs="*", default=None, help="file names under litbank/original (default: every listed novel)")
     p.add_argument("--no-pieces", action="store_true", help="whole books only")
     p.add_argument("--quick", action="store_true", help="the first listed novel, whole, only (a few minutes)")
+    p.add_argument("--characters", metavar="FILE", default=str(CHARACTERS),
+                   help="character lists (default: coref_characters.json; coref_characters_more.json has two more novels)")
     p.add_argument("--json", metavar="FILE", default=None)
     p.add_argument("lfcli_options", nargs="*", help="passed to lfcli corefs after --, e.g. -- --max-length 1024")
     args = p.parse_args(argv)
 
     import torch
 
-    listed = {k: v for k, v in json.loads(CHARACTERS.read_text()).items() if not k.startswith("_")}
+    listed = {k: v for k, v in json.loads(Path(args.characters).read_text()).items() if not k.startswith("_")}
     books = args.books or list(listed)[: 1 if args.quick else None]
     args.no_pieces = args.no_pieces or args.quick
     folder = common.shared_data_dir() / "litbank" / "original"

@@ -565,3 +565,29 @@ def test_a_married_name_joins_the_maiden_name_where_the_book_says_whom_she_marri
 def test_a_book_says_whom_a_woman_married(text, married):
     from lfcli.pipelines.tasks.corefs.entities import married_names
     assert married_names(text) == married
+
+
+@pytest.mark.parametrize("two_said", [True, False])
+def test_two_mr_knightleys_are_two_men_where_the_book_says_so(two_said):
+    """A book that speaks of "the two Mr. Knightleys" and calls one "Mr. John Knightley" keeps
+    the "Mr. Knightley" it says alone apart from him; without "Mr. Knightleys", "Mr. Knightley"
+    is a part of "John Knightley" and the chains join, as "Mr. Darcy" and "Fitzwilliam Darcy"."""
+    plural = "The two Mr. Knightleys came. " if two_said else "The two men came. "
+    text = (plural + "Mr. Knightley spoke. Mr. Knightley sat. Mr. Knightley rose. He smiled.\n\n"
+            "Mr. John Knightley came. Mr. John Knightley sat. Mr. John Knightley left. He ran.")
+    reader, at = reader_and_spans(text)
+    mr, knightley = at["Mr."], at["Knightley"]
+    k0 = 1 if two_said else 0  # the plural's "Knightleys" is no "Knightley" token
+    elder = [(mr[k0 + k], knightley[k]) for k in range(3)] + [(at["He"][0],) * 2]
+    younger = [(mr[k0 + 3 + k], knightley[3 + k]) for k in range(3)] + [(at["He"][1],) * 2]
+    merged = DocumentEntities(reader)
+    merged.add_window([elder, younger], (0, len(reader.offsets)))
+    assert len(merged.link_names()) == (2 if two_said else 1)
+
+
+def test_a_book_tells_two_men_of_one_surname_apart():
+    from lfcli.pipelines.tasks.corefs.entities import brothers
+    text = "Mr. John Knightley came; Mr. John Knightley sat; Mr. John Knightley left. The Mr. Knightleys dined."
+    assert brothers(text) == {"knightley": {"john"}}
+    assert brothers(text.replace("Mr. Knightleys", "brothers")) == {}  # one man, called two ways
+    assert brothers(text.replace("Mr. John Knightley left", "he left")) == {}  # said twice: too few

@@ -181,10 +181,14 @@ class NameForms:
         titled = {_plain(m.group(1)) for m in _AFTER_TITLE.finditer(text)}  # "Colonel Forster", beside "Mrs. Forster"
         self.women = {w: (next(iter(f)) if len(f) == 1 else None) for w, f in forms.items() if w not in self.men | titled}
         self.married = married_names(text)
+        self.brothers = brothers(text)
 
     def apply(self, name: Name, text: str) -> Name:
         """`name` (read from the mention `text`) with the gender and address the book gives its
-        words, where the name itself says none."""
+        words, where the name itself says none; and "Mr. Knightley", in a book of two Mr.
+        Knightleys, marked as not the one the book calls "Mr. John Knightley" (`brothers`)."""
+        if name.address == "mr" and len(name.words) == 1 and next(iter(name.words)) in self.brothers:
+            return name._replace(words=name.words | {NOT + g for g in self.brothers[next(iter(name.words))]})
         if name.address or name.gender:
             return name
         if len(name.words) == 1 and name.words <= self.men:
@@ -205,6 +209,25 @@ _MARRIED = [
     (re.compile(r"\b([A-Z][a-z]+)\s+(?:was\s+|had\s+been\s+|is\s+)?married\s+to\s+" + _HUSBAND), 1, 2),
     (re.compile(_HUSBAND + r"\s+(?:had\s+|has\s+)?married\s+(?:Miss\s+)?([A-Z][a-z]+)\b"), 2, 1),
 ]
+
+
+NOT = "\u00ac"  # a name's word that says whom it is not: "Mr. Knightley" {knightley, ¬john} (NameForms.apply)
+_MR_FULL = re.compile(r"\bMr\.?\s+([A-Z][a-z]+)\s+([A-Z][a-z]+)\b")
+
+
+def brothers(text: str, least: int = 3) -> dict[str, set[str]]:
+    """Two men of one surname, as a book tells them apart: it speaks of "the two Mr.
+    Knightleys" and calls one of them "Mr. John Knightley" (at least `least` times), so the "Mr.
+    Knightley" it says alone is the other. Surname -> the given names of the ones called by them.
+    In LitBank's 90 novels this finds Emma's two pairs only (Mr. Knightley and his brother John,
+    Mr. Churchill and his nephew Frank); a book that says "Mr. Franklin Blake" and "Mr. Blake" of
+    one man never writes "the Mr. Blakes"."""
+    called = Counter((_plain(m.group(2)), _plain(m.group(1))) for m in _MR_FULL.finditer(text))
+    out: dict[str, set[str]] = {}
+    for (surname, given), k in called.items():
+        if k >= least and re.search(rf"\bMr\.?\s+{re.escape(surname.capitalize())}(?:s|es)\b", text):
+            out.setdefault(surname, set()).add(given)
+    return out
 
 
 def married_names(text: str) -> dict[str, str]:

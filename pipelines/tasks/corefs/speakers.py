@@ -14,7 +14,7 @@ import bisect
 import re
 from collections import Counter
 
-from .entities import TITLES, MentionReader, proper_name
+from .entities import NOT, TITLES, MentionReader, proper_name
 from .quotes import attribute
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -216,9 +216,9 @@ def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int 
 
 
 def _first_names(reader: MentionReader, group: list[Span]) -> frozenset:
-    """The words of a group's most frequent proper name."""
+    """The words of a group's most frequent proper name (not the marks of whom it is not, NOT)."""
     found = Counter(n.words for n in (reader.mention(*m).name for m in group) if n is not None)
-    return found.most_common(1)[0][0] if found else frozenset()
+    return frozenset(w for w in found.most_common(1)[0][0] if not w.startswith(NOT)) if found else frozenset()
 
 
 def _pet_name(short: str, full: str) -> bool:
