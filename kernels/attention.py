@@ -90,6 +90,7 @@ def banded_attention(
     dropout_p: float = 0.0,
     backend: str | None = None,
     rel_bias: torch.Tensor | None = None,
+    columns: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Longformer's windowed attention for every query, global columns included.
 
@@ -101,6 +102,10 @@ def banded_attention(
     dilation: an int, or one int per head.
     rel_bias: None, or (H, 2R+1): a relative position bias by key-minus-query offset added to
         every score, band and global keys alike (kernels/position_bias.py); dilation 1 only.
+    columns: None, or the forward's (global_index, global_valid) = chunked.global_columns(
+        is_global & ~key_padding_mask), which the model plans once for all its layers: the
+        backends then do not count the globals again (on CUDA, reading that count back would
+        make every layer wait for the GPU). The reference ignores it.
     Returns (B, H, n, D): query i attends to the non-padding, non-global keys of its band and
     to every non-padding global key, in one float32 softmax; padded query rows are zero.
     The rows of global queries are computed too; the model overwrites them with global rows.
@@ -123,5 +128,5 @@ def banded_attention(
     if name == "triton":
         from .triton_banded import triton_attention  # optional: imports triton
 
-        return triton_attention(*args, rel_bias=rel_bias)
-    return chunked_attention(*args, rel_bias=rel_bias)
+        return triton_attention(*args, rel_bias=rel_bias, columns=columns)
+    return chunked_attention(*args, rel_bias=rel_bias, columns=columns)

@@ -72,6 +72,8 @@ class LastBuilt:
     def get(self, inputs: tuple, extra: tuple, build):
         if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
             return build()
+        if torch.compiler.is_compiling():  # a compiled graph computes it once per call anyway
+            return build()
         # inference tensors keep no version counter; the model makes new ones each forward
         key = (extra, tuple(None if t.is_inference() else t._version for t in inputs))
         if self.slot is not None:

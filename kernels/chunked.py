@@ -40,13 +40,19 @@ from .position_bias import bias_between
 from .chunked_grad import band_attention_grad, fused_backward_applies
 
 
-def global_columns(is_global: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def global_columns(is_global: torch.Tensor, num_global: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Positions of the global tokens of each sample, left-aligned.
 
-    is_global: (B, n) bool. Returns index (B, G) and valid (B, G), G = most globals in a sample.
+    is_global: (B, n) bool. Returns index (B, G) and valid (B, G), G = most globals in a sample,
+    or `num_global` when the caller gives it: any number at least that (the model counts the
+    globals on the host before the mask goes to the GPU). G is a shape, so without it the count
+    is read back from the device, which on CUDA makes the host wait for the GPU. Slots past a
+    sample's own count are invalid and point at distinct non-global positions.
     """
     counts = is_global.sum(dim=1)
-    num_global = int(counts.max()) if counts.numel() else 0
+    if num_global is None:
+        num_global = int(counts.max()) if counts.numel() else 0
+    num_global = min(num_global, is_global.shape[1])
     order = torch.argsort((~is_global).to(torch.int8), dim=1, stable=True)
     index = order[:, :num_global]
     valid = torch.arange(num_global, device=is_global.device)[None, :] < counts[:, None]
@@ -302,9 +308,12 @@ def chunked_attention(
     dilation: torch.Tensor,
     dropout_p: float = 0.0,
     rel_bias: torch.Tensor | None = None,
+    columns: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Same contract as `reference_attention`: q, k, v (B, H, n, D), q scaled; masks (B, n);
-    dilation (H,) ints; rel_bias None or (H, 2R+1) (dilation 1 only). Returns (B, H, n, D).
+    dilation (H,) ints; rel_bias None or (H, 2R+1) (dilation 1 only); columns, optional: the
+    forward's `global_columns` of is_global & ~key_padding_mask, planned once for every layer.
+    Returns (B, H, n, D).
 
     Inside, the work is done in the row layout (B, n, H, D): it is how the projections produce
     q, k and v (their (B, H, n, D) views are transposes of it), how the fused kernel stores its
@@ -316,7 +325,7 @@ def chunked_attention(
     q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, n, H, D) views
     is_global = is_global & ~key_padding_mask
     band_excluded = key_padding_mask | is_global
-    index, valid = global_columns(is_global)
+    index, valid = global_columns(is_global) if columns is None else columns
     k_cols, v_cols = _gather_rows(k, index), _gather_rows(v, index)
 
     dilations = dilation.tolist()

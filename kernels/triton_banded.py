@@ -41,13 +41,17 @@ on CPU tensors in Triton's interpreter (how the tests run them).
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 
+from .blocks import LastBuilt
 from .chunked import global_columns
 from .position_bias import reach
 from .triton_kernels import bwd_columns_kernel, bwd_delta_kernel, bwd_dkdv_kernel, bwd_dq_kernel, fwd_kernel
 from .triton_plan import BLOCK_G_TILE, KernelConfig, WorkEfficiency, band_block_ranges, kernel_config, work_efficiency, work_table
+from .triton_tune import tuned_config
 
 __all__ = ["KernelConfig", "WorkEfficiency", "band_block_ranges", "kernel_config", "triton_attention",
            "triton_global_rows", "work_efficiency"]
@@ -58,10 +62,21 @@ __all__ = ["KernelConfig", "WorkEfficiency", "band_block_ranges", "kernel_config
 # out of the band (padding, and global keys, which come back as columns).
 
 
+FP32_PRECISION_ENV = "LFCLI_TRITON_FP32"  # ieee: fp32 products on the CUDA cores, the slow exact twin
+
+
 def _dot_precision(dtype: torch.dtype) -> str:
-    # fp32 inputs follow PyTorch's own switch (TF32 off by default), so the kernels are as
-    # exact as a plain fp32 matmul; half inputs ignore the flag.
-    return "tf32" if dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    """How tl.dot multiplies fp32 inputs (half inputs ignore it). TF32 (10 bits of mantissa)
+    only where the user allows it, by PyTorch's own switch (off by default). Otherwise
+    "tf32x3": each product split into a TF32 high part and a low part, three tensor-core
+    products summed, which keeps fp32's accuracy (about 1e-6 relative) at several times the
+    rate of "ieee", fp32 on the CUDA cores, the rate that left lfcli's fp32 encoder at 0.43x
+    transformers' on an H200 (2026-11-26). LFCLI_TRITON_FP32=ieee brings the exact one back."""
+    if dtype != torch.float32:
+        return "ieee"
+    if torch.backends.cuda.matmul.allow_tf32:
+        return "tf32"
+    return "ieee" if os.environ.get(FP32_PRECISION_ENV) == "ieee" else "tf32x3"
 
 
 def _check_inputs(q, k, v, query_pad, key_excluded, col_index, col_valid, dilations):
@@ -186,28 +201,45 @@ def _backward(
     return dq, dk, dv, None if rel_bias is None else d_rel_bias.to(rel_bias.dtype)
 
 
-def _banded_masks(key_padding_mask: torch.Tensor, is_global: torch.Tensor):
-    """query_pad, key_excluded, col_index, col_valid for banded attention."""
-    is_global = is_global & ~key_padding_mask  # padding wins over global
-    index, valid = global_columns(is_global)
-    return (
-        key_padding_mask.to(torch.int8).contiguous(),
-        (key_padding_mask | is_global).to(torch.int8).contiguous(),
-        index.to(torch.int32).contiguous(),
-        valid.to(torch.int8).contiguous(),
-    )
+_BAND_MASKS = LastBuilt()
+_ROW_MASKS = LastBuilt()
+
+
+def _banded_masks(key_padding_mask: torch.Tensor, is_global: torch.Tensor, columns=None):
+    """query_pad, key_excluded, col_index, col_valid for banded attention, built once a forward:
+    every layer passes the same mask tensors (LastBuilt), so from the second layer on this is a
+    lookup, not four small kernels. columns: the forward's (index, valid) of the global keys;
+    without them they are counted here, which on CUDA reads a number back from the GPU."""
+
+    def build():
+        glob = is_global & ~key_padding_mask  # padding wins over global
+        index, valid = global_columns(glob) if columns is None else columns
+        return (
+            key_padding_mask.to(torch.int8).contiguous(),
+            (key_padding_mask | glob).to(torch.int8).contiguous(),
+            index.to(torch.int32).contiguous(),
+            valid.to(torch.int8).contiguous(),
+        )
+
+    inputs = (key_padding_mask, is_global) + (() if columns is None else tuple(columns))
+    return _BAND_MASKS.get(inputs, (), build)
 
 
 def _global_rows_masks(key_padding_mask: torch.Tensor, num_queries: int):
-    """The same four for global rows: no query is padding, padding keys excluded, no columns."""
-    B = key_padding_mask.shape[0]
-    device = key_padding_mask.device
-    return (
-        torch.zeros((B, num_queries), dtype=torch.int8, device=device),
-        key_padding_mask.to(torch.int8).contiguous(),
-        torch.zeros((B, 0), dtype=torch.int32, device=device),
-        torch.zeros((B, 0), dtype=torch.int8, device=device),
-    )
+    """The same four for global rows: no query is padding, padding keys excluded, no columns.
+    Built once a forward too."""
+
+    def build():
+        B = key_padding_mask.shape[0]
+        device = key_padding_mask.device
+        return (
+            torch.zeros((B, num_queries), dtype=torch.int8, device=device),
+            key_padding_mask.to(torch.int8).contiguous(),
+            torch.zeros((B, 0), dtype=torch.int32, device=device),
+            torch.zeros((B, 0), dtype=torch.int8, device=device),
+        )
+
+    return _ROW_MASKS.get((key_padding_mask,), (num_queries,), build)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -222,55 +254,61 @@ def _bias_grad_like(rel_bias: torch.Tensor | None, q: torch.Tensor) -> torch.Ten
     return q.new_empty(0) if rel_bias is None else torch.empty_like(rel_bias)
 
 
+# The banded ops take the four masks of `_banded_masks` (int8 / int32), built before the call
+# once a forward, so that no layer recounts the global keys.
+
+
 @torch.library.custom_op("lfcli::triton_banded_attention", mutates_args=())
 def _banded_op(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, key_padding_mask: torch.Tensor, is_global: torch.Tensor,
-    rel_bias: torch.Tensor | None, one_sided_window: int, dilation: list[int], dropout_p: float, seed: int,
-    config: list[int],
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, query_pad: torch.Tensor, key_excluded: torch.Tensor,
+    col_index: torch.Tensor, col_valid: torch.Tensor, rel_bias: torch.Tensor | None, one_sided_window: int,
+    dilation: list[int], dropout_p: float, seed: int, config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    masks = _banded_masks(key_padding_mask, is_global)
+    masks = (query_pad, key_excluded, col_index, col_valid)
     params = (one_sided_window, tuple(dilation), dropout_p, seed, KernelConfig(*config))
     return _forward(q, k, v, *masks, *params, rel_bias)
 
 
 @_banded_op.register_fake
-def _(q, k, v, key_padding_mask, is_global, rel_bias, one_sided_window, dilation, dropout_p, seed, config):
+def _(q, k, v, query_pad, key_excluded, col_index, col_valid, rel_bias, one_sided_window, dilation, dropout_p, seed,
+      config):
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("lfcli::triton_banded_attention_backward", mutates_args=())
 def _banded_backward_op(
     do: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
-    key_padding_mask: torch.Tensor, is_global: torch.Tensor, rel_bias: torch.Tensor | None,
-    one_sided_window: int, dilation: list[int], dropout_p: float, seed: int, config: list[int],
+    query_pad: torch.Tensor, key_excluded: torch.Tensor, col_index: torch.Tensor, col_valid: torch.Tensor,
+    rel_bias: torch.Tensor | None, one_sided_window: int, dilation: list[int], dropout_p: float, seed: int,
+    config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    masks = _banded_masks(key_padding_mask, is_global)
+    masks = (query_pad, key_excluded, col_index, col_valid)
     params = (one_sided_window, tuple(dilation), dropout_p, seed, KernelConfig(*config))
     dq, dk, dv, d_rel_bias = _backward(do, q, k, v, out, lse, *masks, *params, rel_bias)
     return dq, dk, dv, q.new_empty(0) if d_rel_bias is None else d_rel_bias
 
 
 @_banded_backward_op.register_fake
-def _(do, q, k, v, out, lse, key_padding_mask, is_global, rel_bias, one_sided_window, dilation, dropout_p, seed,
-      config):
+def _(do, q, k, v, out, lse, query_pad, key_excluded, col_index, col_valid, rel_bias, one_sided_window, dilation,
+      dropout_p, seed, config):
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), _bias_grad_like(rel_bias, q)
 
 
 def _banded_setup_context(ctx, inputs, output):
-    q, k, v, key_padding_mask, is_global, rel_bias, *params = inputs
+    q, k, v, query_pad, key_excluded, col_index, col_valid, rel_bias, *params = inputs
     out, lse = output
     ctx.mark_non_differentiable(lse)
-    ctx.save_for_backward(q, k, v, out, lse, key_padding_mask, is_global, rel_bias)
+    ctx.save_for_backward(q, k, v, out, lse, query_pad, key_excluded, col_index, col_valid, rel_bias)
     ctx.params = params
 
 
 def _banded_grad(ctx, grad_out, _grad_lse):
-    q, k, v, out, lse, key_padding_mask, is_global, rel_bias = ctx.saved_tensors
+    q, k, v, out, lse, query_pad, key_excluded, col_index, col_valid, rel_bias = ctx.saved_tensors
     dq, dk, dv, d_rel_bias = _banded_backward_op(
-        grad_out, q, k, v, out, lse, key_padding_mask, is_global, rel_bias, *ctx.params
+        grad_out, q, k, v, out, lse, query_pad, key_excluded, col_index, col_valid, rel_bias, *ctx.params
     )
     d_rel_bias = None if rel_bias is None else d_rel_bias
-    return dq, dk, dv, None, None, d_rel_bias, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, d_rel_bias, None, None, None, None, None
 
 
 _banded_op.register_autograd(_banded_grad, setup_context=_banded_setup_context)
@@ -356,18 +394,25 @@ def triton_attention(
     *,
     rel_bias: torch.Tensor | None = None,
     config: KernelConfig | None = None,
+    columns: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Same contract as `reference_attention`: q, k, v (B, H, n, D), q scaled; masks (B, n)
     bool (True = padding / global); dilation (H,) ints; rel_bias None or (H, 2R+1), the score
-    bias by key-minus-query offset (dilation 1 only). Returns (B, H, n, D), differentiable in
-    q, k, v and rel_bias. config overrides the block sizes of `kernel_config` (the tests use
-    small blocks)."""
-    config = config or kernel_config(q.shape[-1])
+    bias by key-minus-query offset (dilation 1 only); columns, optional: the forward's
+    (global_index, global_valid) (see attention.banded_attention). Returns (B, H, n, D),
+    differentiable in q, k, v and rel_bias. config overrides the block sizes (the tests use
+    small blocks); otherwise inference on a GPU takes the tuned ones (kernels/triton_tune.py)
+    and training `kernel_config`'s."""
     dilations = [int(d) for d in torch.as_tensor(dilation).flatten().tolist()]
-    out, _ = _banded_op(
-        q, k, v, key_padding_mask.bool(), is_global.bool(), rel_bias, int(one_sided_window), dilations,
-        float(dropout_p), _dropout_seed(dropout_p), list(config),
-    )
+    masks = _banded_masks(key_padding_mask.bool(), is_global.bool(), columns)
+    seed = _dropout_seed(dropout_p)
+    params = (int(one_sided_window), dilations, float(dropout_p), seed)
+    if config is None:
+        config = tuned_config(
+            q, rel_bias, dilations, lambda cfg: _banded_op(q, k, v, *masks, rel_bias, *params, list(cfg)),
+            int(one_sided_window),
+        )
+    out, _ = _banded_op(q, k, v, *masks, rel_bias, *params, list(config))
     return out
 
 

@@ -56,8 +56,8 @@ Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output fi
 Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file (and an unfinished run's rows).")]
 Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: keep the output's rows, skip their ids.")]
 OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on; fail: stop at the first bad document.")]
-BatchSize = Annotated[int, typer.Option("--batch-size", "-b", help="Most windows per batch.")]
-MaxTokens = Annotated[int, typer.Option("--max-tokens", "-t", help="Token budget per batch (longest window x batch size).")]
+BatchSize = Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Most windows per batch (default: 8 on a CPU, 64 on a GPU).", show_default=False)]
+MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", "-t", help="Token budget per batch, longest window x batch size (default: 4096 on a CPU, 65536 on a GPU).", show_default=False)]
 RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
 # Help texts go through rich markup, where "[ray]" is a style tag and vanishes: "\\[" keeps it.
 Engine = Annotated[str, typer.Option("--engine", help="local (this process) or ray (Ray Data over a Parquet dataset, writing -o FOLDER/; pip install 'lfcli\\[ray]').")]

@@ -168,16 +168,14 @@ class LocalGlobalRows(LongformerSelfAttention):
     and short documents. Inference then skips the global rows (5% of a batch of eight
     140-token rows)."""
 
-    def forward(self, hidden_states, key_padding_mask, is_global, global_index, global_valid, backend, rel_bias=None):
-        if (
-            global_index.shape[1]
-            and hidden_states.shape[1] <= self.attention_window // 2 + 1
+    def needs_global_rows(self, hidden_states: torch.Tensor) -> bool:
+        skip = (
+            hidden_states.shape[1] <= self.attention_window // 2 + 1
             and all(d == 1 for d in self.dilation)
             and not torch.is_grad_enabled()
             and self._global_is_local()
-        ):
-            global_index, global_valid = global_index[:, :0], global_valid[:, :0]
-        return super().forward(hidden_states, key_padding_mask, is_global, global_index, global_valid, backend, rel_bias)
+        )
+        return not skip and super().needs_global_rows(hidden_states)
 
     def _global_is_local(self) -> bool:
         """Whether query/key/value_global equal query/key/value, compared again only when a

@@ -153,17 +153,18 @@ class LongformerSelfAttention(nn.Module):
         q, k, v = self.local_qkv(hidden_states)  # (B, H, n, D) each
         dropout_p = self.dropout_p if self.training else 0.0
         out = banded_attention(
-            q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend, rel_bias
+            q, k, v, self.attention_window, key_padding_mask, is_global, self.dilation, dropout_p, backend, rel_bias,
+            columns=(global_index, global_valid),
         )  # (B, H, n, D)
-        if global_index.shape[1]:
+        if global_index.shape[1] and self.needs_global_rows(hidden_states):
             rows = self.global_rows(hidden_states, key_padding_mask, global_index, dropout_p, backend, rel_bias)  # (B, H, G, D)
-            b, g = global_valid.nonzero(as_tuple=True)  # the filled slots only
-            where = (b, slice(None), global_index[b, g])
-            # Overwrite the global tokens' rows: in place when autograd does not need `out`.
-            if torch.is_grad_enabled() and out.requires_grad:
-                out = out.clone()
-            out[where] = rows[b, :, g].to(out.dtype)  # autocast may run the two parts in other dtypes
+            out = overwrite_rows(out, rows, global_index, global_valid)
         return out.transpose(1, 2).reshape(B, n, hidden)
+
+    def needs_global_rows(self, hidden_states: torch.Tensor) -> bool:
+        """Whether the global tokens' rows must be computed apart (always, here; a fast path
+        knows when their band rows are the same)."""
+        return True
 
     def global_queries(self, hidden_states: torch.Tensor, global_index: torch.Tensor) -> torch.Tensor:
         """query_global of the global tokens, scaled by 1/sqrt(D): (B, H, G, D)."""
@@ -196,6 +197,22 @@ class LongformerSelfAttention(nn.Module):
         probs = torch.softmax(scores.masked_fill(key_padding_mask[:, None, None, :], neg), dim=-1)
         probs = F.dropout(probs.to(q.dtype), p=dropout_p, training=dropout_p > 0)
         return torch.matmul(probs, v)
+
+
+def overwrite_rows(out: torch.Tensor, rows: torch.Tensor, index: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """out (B, H, n, D) with row index[b, g] replaced by rows[b, :, g] wherever valid[b, g].
+
+    Without reading anything back from the device (no nonzero()): an empty slot writes back
+    the row it points at, which is unchanged, and the slots of a sample point at distinct
+    positions (chunked.global_columns), so no two writes meet. In place when autograd does not
+    need `out`."""
+    B, H, _, D = out.shape
+    where = index[:, None, :, None].expand(B, H, index.shape[1], D)
+    kept = torch.gather(out, 2, where)
+    new = torch.where(valid[:, None, :, None], rows.to(out.dtype), kept)  # autocast may run the two in other dtypes
+    if torch.is_grad_enabled() and (out.requires_grad or new.requires_grad):
+        return out.scatter(2, where, new)
+    return out.scatter_(2, where, new)
 
 
 def global_row_bias(rel_bias: torch.Tensor, global_index: torch.Tensor, n: int) -> torch.Tensor:
@@ -383,12 +400,21 @@ class LongformerModel(LongformerPreTrainedModel):
             )
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
+        num_global = None
+        if global_attention_mask is not None and global_attention_mask.device.type == "cpu":
+            # The number of global columns is a shape. Counted on the host, from a mask given
+            # there (the pipelines on CUDA hand the masks over on the host), the forward never
+            # waits for the GPU to report it; the masks follow without blocking (from pinned
+            # memory). The count may include globals on padding: a spare slot is only empty.
+            num_global = int(global_attention_mask.bool().sum(1).max()) if B else 0
+            global_attention_mask = global_attention_mask.to(input_ids.device, non_blocking=True)
+        attention_mask = attention_mask.to(input_ids.device, non_blocking=True)
         key_padding_mask = attention_mask == 0
         if global_attention_mask is None:
             is_global = torch.zeros_like(key_padding_mask)
         else:
             is_global = global_attention_mask.bool() & ~key_padding_mask  # padding wins over global
-        global_index, global_valid = global_columns(is_global)
+        global_index, global_valid = global_columns(is_global, num_global)
         backend = resolve_backend(self.attention_backend, self.config.attention_backend, input_ids.device)
         hidden_states = self.embeddings(input_ids, token_type_ids)
         return self.encoder(hidden_states, key_padding_mask, is_global, global_index, global_valid, backend)

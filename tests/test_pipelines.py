@@ -270,11 +270,13 @@ def test_long_windows_side_by_side_give_the_vector_of_overlapping_ones():
 
 
 def test_embed_window_results_hold_no_view_of_the_batch(encoder_dir):
-    """A window's result keeps its own small tensors: a view of the batch's hidden states would
-    keep every batch of a long document alive until its last window ran."""
+    """A window's result keeps small tensors (at most the batch's pooled vectors, which the
+    batch computes in one product): a view of the batch's hidden states would keep every batch
+    of a long document alive until its last window ran."""
     pipe = Pipeline("embed", model=str(encoder_dir), max_length=64, pooling="cls")
     prepared = pipe.task.prepare(0, Document("a", "The court held that the lease ran on. " * 40))
     assert len(prepared.items) > 2
-    for vector_sum, _, first_token, _ in pipe._forward(prepared.items[:2]):
+    batch = prepared.items[:2]
+    for vector_sum, _, first_token, _ in pipe._forward(batch):
         for t in (vector_sum, first_token):
-            assert t.untyped_storage().nbytes() == t.numel() * t.element_size()
+            assert t.untyped_storage().nbytes() <= len(batch) * t.numel() * t.element_size()

@@ -423,7 +423,8 @@ def test_dropout_matches_reference_with_the_same_mask(with_bias):
     probs = torch.softmax(scores, -1).masked_fill(kpm[:, None, :, None], 0.0)
     ref = (probs * keep / (1 - p)) @ leaves64[2]
     assert max_err(out, ref) < 1e-5
-    grad_out = torch.randn(ref.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    # drawn on the CPU (the same numbers on every machine), then put where the kernel ran
+    grad_out = torch.randn(ref.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).to(ref.device)
     got = torch.autograd.grad(out, leaves, grad_out.float())
     want = torch.autograd.grad(ref, leaves64, grad_out)
     for g, w in zip(got, want):
@@ -474,7 +475,8 @@ def test_registered_ops_pass_opcheck(with_bias):
     rel_bias = make_bias(2, 4).requires_grad_() if with_bias else None
     positions = torch.tensor([[0, 17, 5]], device=DEVICE) if with_bias else None
     dilation = [1, 1] if with_bias else [1, 2]
-    args = (q, k, v, kpm, isg, rel_bias, 3, dilation, 0.0, 0, list(SMALL))
+    masks = tb._banded_masks(kpm, isg)
+    args = (q, k, v, *masks, rel_bias, 3, dilation, 0.0, 0, list(SMALL))
     torch.library.opcheck(torch.ops.lfcli.triton_banded_attention.default, args,
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
     rows_args = (q[:, :, :3].detach().requires_grad_(), k, v, kpm, rel_bias, positions, 0.0, 0, list(SMALL))
@@ -598,3 +600,45 @@ def test_in_a_fresh_process(capsys):
     with capsys.disabled():
         print(f"\n{Path(__file__).name} in a fresh process: {result.stdout.strip().splitlines()[-1]}")
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+
+
+# ----------------------------------------------------------------------------------------------
+# Planned once a forward, and the tuned block sizes
+
+
+@pytest.mark.parametrize("with_bias", [False, True], ids=["no-bias", "bias"])
+def test_columns_planned_with_spare_slots_give_the_same_attention(with_bias):
+    """The model counts the global columns on the host (possibly more than any sample has, as
+    globals on padding count there) and hands them to every layer: empty slots change nothing."""
+    from lfcli.kernels.chunked import global_columns
+
+    q, k, v, kpm, isg = make_inputs(2, 2, 70, 16, [70, 50], [[0, 9], [3, 60]], seed=5)  # 60 is padding
+    dilation = torch.tensor([1, 1] if with_bias else [1, 2])
+    rel_bias = make_bias(2, 4) if with_bias else None
+    plain = tb.triton_attention(q, k, v, 6, kpm, isg, dilation, rel_bias=rel_bias, config=SMALL)
+    for spare in (0, 3):
+        columns = global_columns(isg & ~kpm, num_global=2 + spare)
+        assert columns[0].shape[1] == 2 + spare
+        got = tb.triton_attention(q, k, v, 6, kpm, isg, dilation, rel_bias=rel_bias, config=SMALL, columns=columns)
+        assert max_err(got, plain) < 1e-6, spare
+
+
+def tuning_cases():
+    from lfcli.kernels.triton_tune import candidates
+
+    seen = {}
+    for D in (32, 128):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            for cfg in candidates(D, dtype):
+                seen.setdefault((D, cfg.block_m, cfg.block_n), cfg)
+    return seen
+
+
+@pytest.mark.parametrize("key", list(tuning_cases()), ids=lambda key: f"D{key[0]}-m{key[1]}-n{key[2]}")
+def test_every_tuning_candidate_matches_the_reference(key):
+    """Tuning may pick any candidate: each must give the reference's result, band edges,
+    padding, globals and the bias included (fp32 here; the GPU check runs the half types)."""
+    D = key[0]
+    cfg = tuning_cases()[key]
+    q, k, v, kpm, isg = make_inputs(2, 2, 300, D, [300, 211], [[0, 150], [5]], seed=7)
+    check_banded(q, k, v, 40, kpm, isg, torch.tensor([1, 1]), cfg, grads=False, rel_bias=make_bias(2, 50))

@@ -39,6 +39,7 @@ from .catalog import announce_build
 from .heap import HeapKeeper
 from .policies import check_policy
 from .precision import DTYPES, resolve_dtype
+from .read_ahead import read_ahead
 from .tasks import Item, Prepared, Task, batch_tensors
 from .tokenize import DocumentTokenizer
 
@@ -69,6 +70,17 @@ def resolve_device(device: str):
     return dev
 
 
+def batch_budget(device, batch_size: int | None = None, max_tokens: int | None = None) -> tuple[int, int]:
+    """(windows a batch, tokens a batch): the options where given, else the device's defaults.
+    A CPU runs best on one 4,096-token window at a time (its caches; JOB.max_tokens); a GPU
+    needs many windows in flight to fill its cores (JOB.cuda_max_tokens)."""
+    cuda = torch.device(device).type == "cuda"
+    default_batch = JOB.cuda_batch_size if cuda else JOB.batch_size
+    default_tokens = JOB.cuda_max_tokens if cuda else JOB.max_tokens
+    return (default_batch if batch_size is None else batch_size,
+            default_tokens if max_tokens is None else max_tokens)
+
+
 def check_backend(attention_backend: str | None, device) -> None:
     """Refuse an unknown or impossible attention backend (the option's, else the environment
     variable's) as a usage error; a checkpoint's own setting is checked once it is read."""
@@ -89,8 +101,8 @@ def check_options(
     dtype: str = JOB.dtype,
     attention_backend: str | None = None,
     max_length: int | None = None,
-    batch_size: int = JOB.batch_size,
-    max_tokens: int = JOB.max_tokens,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
     global_policy: str | None = None,
     fast_paths: bool = JOB.fast_paths,
     **options,
@@ -102,7 +114,7 @@ def check_options(
     unknown = sorted(set(options) - {o.name for o in spec.options})
     if unknown:
         raise UsageError(f"{task} takes no option {unknown[0]!r}")
-    if batch_size < 1 or max_tokens < 1:
+    if (batch_size is not None and batch_size < 1) or (max_tokens is not None and max_tokens < 1):
         raise UsageError("--batch-size and --max-tokens must be positive")
     if max_length is not None and max_length < 1:
         raise UsageError("--max-length must be positive")
@@ -210,14 +222,15 @@ class Pipeline:
         dtype: str = JOB.dtype,
         attention_backend: str | None = None,
         max_length: int | None = None,
-        batch_size: int = JOB.batch_size,
-        max_tokens: int = JOB.max_tokens,
+        batch_size: int | None = None,  # None: the device's default (batch_budget)
+        max_tokens: int | None = None,
         global_policy: str | None = None,
         # A chunk's windows are sorted by length before batching: the more short rows a chunk
         # holds, the less padding (1,000 SQuAD paragraphs: 7.5% padding at 64, 3.7% at 256).
         chunk_docs: int = 256,
         chunk_chars: int = CHUNK_CHARS,
         fast_paths: bool = JOB.fast_paths,  # False: the plain reference model, without models/fast_paths.py's swaps
+        read_ahead: bool | None = None,  # tokenise the next chunk in a thread; None: on CUDA only
         **options,  # the task's own (its home's OPTIONS): labels, question, top_k, pooling, ...
     ):
         spec = registry.get(task)
@@ -254,30 +267,25 @@ class Pipeline:
             note(f"windows of {self.max_length} tokens (the model takes {limit}): a long document becomes "
                  "many small model calls, which is slow")
         self.task: Task = spec.runner(self.tokenizer, global_policy or spec.global_policy, config, options)
-        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.batch_size, self.max_tokens = batch_budget(torch_device, batch_size, max_tokens)
         self.chunk_docs, self.chunk_chars = chunk_docs, chunk_chars
+        # On a CPU the model and the tokenizer share the same two cores: reading ahead buys
+        # nothing there, so only a GPU's job reads ahead unless asked.
+        self.read_ahead = torch_device.type == "cuda" if read_ahead is None else read_ahead
         self.stats = Stats()
         self.heap = HeapKeeper()  # a long job's memory stays flat (heap.py)
         self.task.setup(self.model, self._run_one)
 
     # -- model calls ----------------------------------------------------------------------
     def _tensors(self, items: list[Item]) -> dict:
-        return batch_tensors(items, self.model.config.pad_token_id, self.device)
+        return batch_tensors(items, self.model.config.pad_token_id, self.device, pin=self.device.type == "cuda")
 
     def _forward(self, items: list[Item]) -> list[Any]:
         with torch.inference_mode():
             results = self.task.forward(self.model, self._tensors(items), items)
-        results = [self._to_cpu(r) for r in results]
+        results = results_to_host(results)
         self.heap.after_batch()
         return results
-
-    @staticmethod
-    def _to_cpu(result):
-        if hasattr(result, "cpu"):
-            return result.cpu()
-        if isinstance(result, (list, tuple)):
-            return type(result)(Pipeline._to_cpu(r) for r in result)
-        return result
 
     def _batches(self, items: list[Item]) -> Iterator[list[Item]]:
         """Longest first; a batch grows while batch_size and the token budget allow, and while
@@ -320,26 +328,31 @@ class Pipeline:
         if on_error not in ("skip", "fail"):
             raise UsageError("--on-error must be skip or fail")
         self.stats = Stats(started=time.perf_counter())
+        prepared = (self._prepare_chunk(chunk) for chunk in self._chunks(documents, skip_ids))
+        if self.read_ahead:
+            prepared = read_ahead(prepared, depth=2)
+        for chunk in prepared:
+            yield from self._run_chunk(*chunk, on_error, progress)
+
+    def _chunks(self, documents: Iterable[Document], skip_ids) -> Iterator[list[Document]]:
+        """The documents in chunks: the first one alone (its row comes out at once), then at
+        most chunk_docs documents and about chunk_chars characters."""
         chunk: list[Document] = []
-        chars, first = 0, True  # the first chunk is one document: its row comes out at once
+        chars, first = 0, True
         for doc in documents:
             if doc.id in skip_ids:
                 continue
             chunk.append(doc)
             chars += len(doc.text or "")
             if first or len(chunk) == self.chunk_docs or chars >= self.chunk_chars:
-                yield from self._run_chunk(chunk, on_error, progress)
+                yield chunk
                 chunk, chars, first = [], 0, False
         if chunk:
-            yield from self._run_chunk(chunk, on_error, progress)
+            yield chunk
 
-    def _fail(self, doc: Document, message: str, on_error: str) -> dict:
-        if on_error == "fail":
-            raise InputError(f"{doc.id}: {message}")
-        self.stats.errors += 1
-        return Task.error_row(doc, message)
-
-    def _run_chunk(self, docs: list[Document], on_error: str, progress) -> Iterator[dict]:
+    def _prepare_chunk(self, docs: list[Document]) -> tuple[list[Document], dict[int, Prepared], dict[int, str]]:
+        """Each document's windows (tokenised), or why it failed: the host's work on a chunk,
+        which `read_ahead` does while the model runs the chunk before."""
         prepared: dict[int, Prepared] = {}
         failed: dict[int, str] = {}
         for i, doc in enumerate(docs):
@@ -350,6 +363,16 @@ class Pipeline:
                 prepared[i] = self.task.prepare(i, doc)
             except InputError as exc:
                 failed[i] = str(exc)
+        return docs, prepared, failed
+
+    def _fail(self, doc: Document, message: str, on_error: str) -> dict:
+        if on_error == "fail":
+            raise InputError(f"{doc.id}: {message}")
+        self.stats.errors += 1
+        return Task.error_row(doc, message)
+
+    def _run_chunk(self, docs: list[Document], prepared: dict[int, Prepared], failed: dict[int, str], on_error: str,
+                   progress) -> Iterator[dict]:
         results: dict[int, dict[int, Any]] = {i: {} for i in prepared}
         items = [it for p in prepared.values() for it in p.items]
         position = {id(it): k for p in prepared.values() for k, it in enumerate(p.items)}
@@ -379,3 +402,45 @@ class Pipeline:
             if progress is not None:
                 progress(self.stats)
             yield row
+
+
+def _on_host(t: torch.Tensor) -> bool:
+    return t.device.type == "cpu"
+
+
+def results_to_host(results: list[Any], on_host: Callable[[torch.Tensor], bool] = _on_host) -> list[Any]:
+    """A batch's window results with every tensor on the CPU, brought over in one copy per
+    dtype instead of one per tensor: on a GPU each copy waits for the device, so a batch of
+    64 windows of a few small tensors each would wait a hundred times. Tensors already on the
+    host (`on_host`) and other values pass through; the structure (lists, tuples) is kept."""
+    leaves: list[torch.Tensor] = []
+
+    def collect(r):
+        if isinstance(r, torch.Tensor):
+            if not on_host(r):
+                leaves.append(r)
+        elif isinstance(r, (list, tuple)):
+            for x in r:
+                collect(x)
+
+    for r in results:
+        collect(r)
+    if not leaves:
+        return results
+    moved: dict[int, torch.Tensor] = {}
+    by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
+    for t in leaves:
+        by_dtype.setdefault(t.dtype, []).append(t)
+    for tensors in by_dtype.values():
+        flat = torch.cat([t.reshape(-1) for t in tensors]).cpu()
+        for t, piece in zip(tensors, flat.split([t.numel() for t in tensors])):
+            moved[id(t)] = piece.view(t.shape)
+
+    def rebuild(r):
+        if isinstance(r, torch.Tensor):
+            return moved.get(id(r), r)
+        if isinstance(r, (list, tuple)):
+            return type(r)(rebuild(x) for x in r)
+        return r
+
+    return [rebuild(r) for r in results]

@@ -101,9 +101,13 @@ class Task:
         return {"id": doc.id, "error": message}
 
 
-def batch_tensors(items: list[Item], pad_id: int, device=None) -> dict:
+def batch_tensors(items: list[Item], pad_id: int, device=None, pin: bool = False) -> dict:
     """Right-padded model inputs for a list of windows: input_ids, attention_mask,
-    global_attention_mask, token_type_ids (long tensors, on `device`)."""
+    global_attention_mask, token_type_ids (long tensors, on `device`).
+
+    pin (for a GPU): the tensors are made in pinned host memory and copied without blocking,
+    and global_attention_mask stays on the host: the model counts the global columns there
+    (a shape) and copies it itself, so the forward never waits for the GPU."""
     n = max(len(it) for it in items)
     ids = torch.full((len(items), n), pad_id, dtype=torch.long)
     types = torch.zeros((len(items), n), dtype=torch.long)
@@ -116,7 +120,12 @@ def batch_tensors(items: list[Item], pad_id: int, device=None) -> dict:
         mask[b, :m] = 1
         glob[b, it.global_positions] = 1
     out = {"input_ids": ids, "attention_mask": mask, "global_attention_mask": glob, "token_type_ids": types}
-    return {k: v.to(device) for k, v in out.items()} if device is not None else out
+    if device is None:
+        return out
+    if pin:
+        out = {k: v.pin_memory() for k, v in out.items()}
+        return {k: v if k == "global_attention_mask" else v.to(device, non_blocking=True) for k, v in out.items()}
+    return {k: v.to(device) for k, v in out.items()}
 
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "global_attention_mask", "token_type_ids")

@@ -39,21 +39,22 @@ class EmbedTask(Task):
 
     def forward(self, model, batch, items):
         hidden = model(**batch).float()  # (B, n, hidden)
-        out = []
+        # Which positions each window's mean counts: its special tokens and the content tokens
+        # it owns (a single window owns every token, which is exactly sentence-transformers'
+        # mean pooling). Built on the host and applied to the whole batch in one product, so a
+        # GPU is never asked a window at a time.
+        keep = torch.zeros(hidden.shape[:2], dtype=torch.float32)
         for b, item in enumerate(items):
-            n = len(item)
             lo, hi = owned_positions(item)
-            # The window's special tokens and the content tokens it owns (a single window owns
-            # every token, which is exactly sentence-transformers' mean pooling).
-            keep = torch.zeros(n, dtype=torch.bool)
-            keep[lo:hi] = True
-            keep[: item.window.content_start] = True
-            keep[item.window.content_start + item.window.span[1] - item.window.span[0]: n] = True
-            vectors = hidden[b, :n][keep]
-            # clone: a view of the first token would keep the whole batch's hidden states alive
-            # until the document's last window ran (a 5 MB text held 1.8 GB of them)
-            out.append((vectors.sum(0), int(keep.sum()), hidden[b, 0].clone(), item.owned[1] - item.owned[0]))
-        return out
+            keep[b, lo:hi] = 1.0
+            keep[b, : item.window.content_start] = 1.0
+            keep[b, item.window.content_start + item.window.span[1] - item.window.span[0]: len(item)] = 1.0
+        sums = torch.bmm(keep.to(hidden.device, non_blocking=True)[:, None, :], hidden)[:, 0]  # (B, hidden)
+        counts = keep.sum(1).to(torch.long).tolist()
+        # clone: a view of the first token would keep the whole batch's hidden states alive
+        # until the document's last window ran (a 5 MB text held 1.8 GB of them)
+        first = hidden[:, 0].clone()
+        return [(sums[b], counts[b], first[b], item.owned[1] - item.owned[0]) for b, item in enumerate(items)]
 
     def pool(self, results) -> torch.Tensor:
         if self.pooling == "mean":
