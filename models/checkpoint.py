@@ -246,7 +246,7 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None, fa
     ]
     if mismatched:
         raise CheckpointError(f"{folder}: shapes differ from config.json: {_names(mismatched)}")
-    model.to_empty(device="cpu")
+    _materialise(model)
     model.load_state_dict({k: v for k, v in state.items() if k in expected}, strict=False)
     for name, module in model.named_modules():
         # The pooler is the one part a checkpoint may lack (task models have none); it is
@@ -262,6 +262,23 @@ def load_pretrained(cls, path, dtype: torch.dtype | None = None, device=None, fa
     if dtype is not None:
         model.set_inference_dtype(dtype)
     return model
+
+
+def _materialise(model) -> None:
+    """Every meta parameter and buffer made a real, empty CPU tensor of its shape, for the
+    checkpoint to fill. What `Module.to_empty` does, but through torch.empty: to_empty's
+    empty_like runs through torch._refs, whose first use imports the symbolic-shapes machinery,
+    0.8 s of a CLI start-up that never needs it."""
+    shared: dict[int, torch.nn.Parameter] = {}  # a parameter two modules hold stays one
+    for module in model.modules():
+        for name, p in list(module._parameters.items()):
+            if p is not None and p.is_meta:
+                if id(p) not in shared:
+                    shared[id(p)] = torch.nn.Parameter(torch.empty(p.shape, dtype=p.dtype), p.requires_grad)
+                module._parameters[name] = shared[id(p)]
+        for name, b in list(module._buffers.items()):
+            if b is not None and b.is_meta:
+                module._buffers[name] = torch.empty(b.shape, dtype=b.dtype)
 
 
 @contextlib.contextmanager
