@@ -31,6 +31,8 @@ import bisect
 from collections import Counter
 
 from .entities import TITLES, MentionReader, Name, Profile, is_nominal
+from .pet_names import join_pet_names
+from .switches import on
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 
@@ -152,7 +154,10 @@ class DocumentEntities:
                     if self._lend_name(e, {words}, lambda m: [o for o in within if self._fits(o, m)]):
                         lent.add(id(e))
         alive = [e for e in entities if e.into is None and e.mentions]
-        return sorted(self._join_married(self._join_by_full_name(alive, lent)), key=lambda e: e.mentions[0])
+        alive = self._join_married(self._join_by_full_name(alive, lent))
+        if on("pet_names"):
+            alive = join_pet_names(self, alive, _absorb)
+        return sorted(alive, key=lambda e: e.mentions[0])
 
     def _join_married(self, entities: list[_Entity]) -> list[_Entity]:
         """A woman under her maiden and her married name is one entity where the book says whom

@@ -15,6 +15,8 @@ import re
 from collections import Counter
 
 from .entities import NOT, TITLES, MentionReader, proper_name
+from .narrators import headed_sections, writer_key
+from .switches import on
 from .quotes import attribute
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -88,6 +90,8 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
             if m.kind == "i" and m.quote is None:
                 narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
     narrators = []
+    writers = by_writer(reader, narration, groups, owner)  # headed sections: each writer's "I" a narrator of its own
+    narrators.extend(writers.values())
     for told in _narrations(narration, breaks, stories, len(offsets)):
         # a group of its own: the chain that held most of the narrator's "I" may also hold a
         # name the window model linked to it ("Hands" beside the narrator's "I"), which stays there
@@ -112,7 +116,13 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     addressed.sort()
     speakers = attribute(reader.text, reader.quotes, people, addressed, _name_finder(reader, groups), others)
     joined = {}  # a group -> the narrator group it joins
+    for writer, narrator in writers.items():  # the writer the heading names, where the book's chains name them
+        named = _writer_entity(reader, groups, narrators, writer)
+        if named is not None and named not in joined:
+            joined[named] = narrator
     for narrator in narrators:
+        if narrator in writers.values():
+            continue
         named = _narrator_name(reader.quotes, speakers, addressed, narrator)
         if named is not None and named not in joined and named not in narrators:
             joined[named] = narrator
@@ -134,6 +144,73 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         for span, k in owner.items():
             bisect.insort(groups[k], span)
     return speakers
+
+
+def by_writer(reader: MentionReader, narration: dict[int, list], groups: list[list[Span]],
+              owner: dict[Span, int]) -> dict[str, int]:
+    """The narration "I" of a book's headed sections (narrators.headed_sections), each writer's
+    in a new group of its own with the heading's name as a mention (so the chain is titled by
+    it); those "I" are taken out of `narration`, which keeps the rest for the one-narrator rule.
+    Returns writer's name (as its first heading writes it) -> group."""
+    sections = headed_sections(reader.text) if on("headed_sections") else []
+    if not sections:
+        return {}
+    starts = [s.start for s in sections]
+    first_heading: dict[str, str] = {}
+    out: dict[str, int] = {}
+    for section in sections:
+        if section.writer:
+            first_heading.setdefault(writer_key(section.writer), section.writer)
+    for scene, told in narration.items():
+        rest = []
+        for span, k in told:
+            at = bisect.bisect_right(starts, reader.offsets[span[0]][0]) - 1
+            writer = sections[at].writer if at >= 0 else ""
+            if not writer:
+                rest.append((span, k))
+                continue
+            name = first_heading[writer_key(writer)]
+            if name not in out:
+                out[name] = len(groups)
+                groups.append([])
+            owner[span] = out[name]
+        told[:] = rest
+    starts, ends = [s for s, _ in reader.offsets], [e for _, e in reader.offsets]
+    taken = {span for g in groups for span in g}
+    for section in sections:  # the heading's name, a mention the model may have left out
+        name = first_heading.get(writer_key(section.writer)) if section.writer else None
+        if name in out:
+            span = _token_span(starts, ends, *section.name_span)
+            if span is not None and span not in taken:
+                bisect.insort(groups[out[name]], span)
+    return out
+
+
+def _token_span(starts: list[int], ends: list[int], a: int, z: int) -> Span | None:
+    """The tokens covering characters [a, z) (their start and end characters given), or None."""
+    first = bisect.bisect_left(ends, a + 1)
+    last = bisect.bisect_left(starts, z) - 1
+    return (first, last) if 0 <= first <= last < len(starts) else None
+
+
+def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: list[int], writer: str) -> int | None:
+    """The group the book's chains name a heading's writer by: the one holding most mentions
+    of the writer's name or of a part of it ("Miss Clack", "Betteredge" for GABRIEL
+    BETTEREDGE), titles aside; not a narrator group. None when no chain names them."""
+    full = proper_name(writer)
+    if full is None:
+        return None
+    words = full.words - TITLES
+    counts: Counter = Counter()
+    for k, group in enumerate(groups):
+        if k in narrators:
+            continue
+        for span in group:
+            name = reader.mention(*span).name
+            if name is not None and name.words - TITLES and name.words - TITLES <= words:
+                if full.gender is None or name.gender in (None, full.gender):
+                    counts[k] += 1
+    return counts.most_common(1)[0][0] if counts else None
 
 
 def _narrator_names(reader: MentionReader, groups, joined: dict[int, int], narrators, owner) -> dict[Span, int]:

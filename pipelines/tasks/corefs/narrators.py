@@ -1,0 +1,144 @@
+"""Who writes each part of a book told by several people: its headed sections.
+
+Novels of letters, journals and collected statements say at the head of each part whose it
+is: "Jonathan Harker's Journal", "Letter, Miss Mina Murray to Miss Lucy Westenra",
+"Contributed by Miss Clack", "Extracted from the Journal of Ezra Jennings", "The Statement of
+Mr. Murthwaite". Each such heading starts a section whose narration ("I" outside quotes) is
+that writer's, until the next heading; two sections of one writer are one narrator
+(speakers.give_quotes gives each writer one chain, titled with the heading's name).
+
+A heading is a line of its own (a blank line or the text's edge above and below, at most
+HEADING_WORDS words) of one of these shapes, the writer's name in any case (GABRIEL
+BETTEREDGE, Miss Clack):
+  NAME's Journal | Diary | Narrative | Statement | Account | Story | Memorandum | Letter | Papers
+  (a) Letter | Journal | Diary | Narrative | Statement | Account | Memorandum | Extract(ed) ...
+      of | by | from NAME
+  Contributed | Written | Related | Told | Resumed | Continued ... by NAME
+  Letter, NAME to NAME   and   NAME to NAME   (a letter's heading: the first name writes)
+A book must have at least MIN_SECTIONS such headings, by at least two writers, before they
+are read as its narrators: one "Letter from Mr. Collins" in a third-person novel is a letter
+quoted, not a change of narrator. Books whose narrators change inside the prose ("she
+commenced") are not cut here: their frame narrator keeps the "I".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from .quotes import quote_spans
+
+HEADING_WORDS = 14
+MIN_SECTIONS = 3
+# "I", "me", "my" in a writer's narration, as a share of its words outside quotes: 0.035-0.10 in
+# The Moonstone's narratives and Evelina's letters; 0.002-0.018 in the chapters of Vanity Fair
+# and North and South, third-person novels whose titles or quoted letters look like headings.
+FIRST_PERSON = 0.025
+_WORDS = re.compile(r"[A-Za-z]+")
+_FIRST_PERSON_WORDS = frozenset("i me my mine myself".split())
+
+_DOCS = r"(?i:Journal|Diary|Narrative|Statement|Account|Story|Memorandum|Memoranda|Letter|Papers|Notes|Log)"
+_TITLE = r"(?:(?i:Mr|Mrs|Miss|Dr|Doctor|Sergeant|Captain|Colonel|Lady|Lord|Sir|Professor|Madam|Mme)\.?\s+)"
+# A name: capitalised words (a title first, or not), in Title Case or in capitals.
+_NAME = rf"({_TITLE}?(?:[A-Z][\w\u2019'-]*\.?\s+){{0,3}}[A-Z][\w\u2019'-]*)"
+_WORD_NAME = r"[A-Z][\w\u2019'-]*"
+_AFTER = r"(?=\s*(?:[,;(.:]|$))"  # what may follow a writer's name: a description, a date, a place
+_HEADINGS = [
+    # "Jonathan Harker's Journal", "DR. SEWARD'S DIARY", "Mina Murray's Journal (continued)"
+    re.compile(rf"^{_NAME}['\u2019][sS]\s+(?:[A-Za-z-]+\s+){{0,2}}?{_DOCS}\b"),
+    # "Extracted from the Journal of Ezra Jennings", "In a Letter from MR. CANDY", "The Statement of X (1849)"
+    re.compile(rf"\b{_DOCS}\s+(?:[A-Za-z-]+\s+){{0,2}}?(?i:of|by|from)\s+{_NAME}{_AFTER}"),
+    # "Contributed by MISS CLACK; niece of ...", "The Story Resumed by FRANKLIN BLAKE", "The events related by ..."
+    re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded)\s+(?i:by)\s+{_NAME}{_AFTER}"),
+    # "Letter, Miss Mina Murray to Miss Lucy Westenra", "MR. VILLARS TO LADY HOWARD Berry Hill, March 12."
+    re.compile(rf"^(?:(?i:Letter|Telegram|Note)[,.]?\s+(?:(?i:from)\s+)?)?{_NAME}\s*,?\s+(?:to|TO)\s+{_TITLE}?[A-Z]"),
+]
+_NOT_WRITERS = frozenset("the a an this that his her my our their your chapter book part volume letter journal "
+                         "diary narrative statement story i we he she it they in on at of".split())
+
+
+class Section(NamedTuple):
+    start: int  # the heading's first character
+    writer: str  # the writer's name as the heading writes it
+    name_span: tuple[int, int]  # the characters of that name in the text
+
+
+def _lines(text: str):
+    """(start, block) of each block of one or two lines between blank lines (or the text's
+    edges) of at most HEADING_WORDS words: where a heading can stand."""
+    pos = 0
+    block: list[str] = []
+    start = 0
+    for line in text.split("\n") + [""]:
+        if line.strip():
+            if not block:
+                start = pos + len(line) - len(line.lstrip())
+            block.append(line.strip())
+        else:
+            if block and len(block) <= 2 and len(" ".join(block).split()) <= HEADING_WORDS:
+                yield start, " ".join(block)
+            block = []
+        pos += len(line) + 1
+
+
+def _writer(match: re.Match) -> tuple[str, int] | None:
+    """The first name group of a heading match that is a name: (text, offset in the line)."""
+    for g in range(1, (match.lastindex or 0) + 1):
+        name = match.group(g)
+        if not name:
+            continue
+        words = name.split()
+        if (words and words[0].lower().strip(".") not in _NOT_WRITERS and words[-1].lower().strip(".") not in _NOT_WRITERS
+                and all(re.fullmatch(_WORD_NAME + r"\.?", w) for w in words)
+                and not re.search(r"['\u2019][sS]\b", name)):  # "SERGEANT CUFF'S MAN" names no one
+            return name.strip(), match.start(g)
+    return None
+
+
+def headed_sections(text: str) -> list[Section]:
+    """The book's sections by heading (see the module's notes), in text order; [] when the
+    book has fewer than MIN_SECTIONS headings or one writer only."""
+    found = []
+    for start, line in _lines(text):
+        for pattern in _HEADINGS:
+            m = pattern.search(line)
+            if m is None:
+                continue
+            writer = _writer(m)
+            if writer is not None:
+                name, at = writer
+                found.append(Section(start, name, (start + at, start + at + len(name))))
+                break
+    # a writer is someone the book names (not a heading's place or thing): the surname said
+    # outside the headings at least MIN_SECTIONS times
+    found = [s for s in found if len(re.findall(rf"\b{re.escape(writer_key(s.writer))}\b", text, re.IGNORECASE))
+             > MIN_SECTIONS + sum(writer_key(o.writer) == writer_key(s.writer) for o in found)]
+    found = _told_in_the_first_person(text, found)
+    writers = [writer_key(s.writer) for s in found if s.writer]
+    return found if len(writers) >= MIN_SECTIONS and len(set(writers)) >= 2 else []
+
+
+def _told_in_the_first_person(text: str, found: list[Section]) -> list[Section]:
+    """The sections, each with its writer where its narration (outside quotes) says "I", "me",
+    "my" in at least FIRST_PERSON of its words, else with no writer (writer ""): a chapter
+    title of a novel told in the third person ("Miss Sharp Begins to Make Friends") heads no
+    writer's part, but still ends the part before it."""
+    inside = bytearray(len(text))
+    for a, z in quote_spans(text):
+        inside[a:z] = b"\x01" * (z - a)
+    kept = []
+    for i, section in enumerate(found):
+        end = found[i + 1].start if i + 1 < len(found) else len(text)
+        words = [m for m in _WORDS.finditer(text, section.start, end) if not inside[m.start()]]
+        first = sum(m.group().lower() in _FIRST_PERSON_WORDS for m in words)
+        told = bool(words) and first >= FIRST_PERSON * len(words)
+        kept.append(section if told else section._replace(writer=""))
+    return kept
+
+
+def writer_key(name: str) -> str:
+    """A writer's name as one key for all the headings that name them: lower case, no dots, no
+    honorific ("MISS CLACK", "Miss Clack"); the last word, the surname, when the book heads
+    one writer's parts with and without a given name ("Dr. Seward", "John Seward")."""
+    words = [w for w in name.lower().replace(".", " ").replace("\u2019", "'").split()]
+    return words[-1] if words else ""

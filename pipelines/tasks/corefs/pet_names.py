@@ -1,0 +1,73 @@
+"""Pass `pet_names`: a pet name and the given name it is short for are one person.
+
+Joins an entity whose most frequent name is a single given name that lists of English names
+know as a diminutive or short form of another ("Lizzy" of Elizabeth, "Jim" of James, "Harry"
+of Henry, "Kate" of Katherine; the hand-curated table of the `nicknames` package) with the
+one entity whose most frequent name holds such a full given name ("James Vane", "Henry"), the
+smaller into the bigger, when the two can be one person (entities.Profile: genders,
+pronouns, forms of address, who speaks to whom).
+
+Never joins: where two or more entities hold a full given name the pet name may stand for
+(a book with a John and a Jonathan leaves its "Jack" alone); a pet name and a full name the
+book says side by side as two people ("Jim and James", "James or Jim" is not looked for);
+names the table does not know ("Trot" for David), which only the story links.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from .entities import TITLES
+
+
+@functools.lru_cache(maxsize=1)
+def _table():
+    from nicknames import NickNamer  # a small pure-Python table; imported on a book's first use
+
+    return NickNamer()
+
+
+@functools.lru_cache(maxsize=4096)
+def full_forms(word: str) -> frozenset:
+    """The given names `word` (lower case) is a pet name or short form of: "lizzy" ->
+    {"elizabeth"}; empty for a word the table does not know as one."""
+    return frozenset(_table().canonicals_of(word)) - {word}
+
+
+def named_apart(text: str, a: str, b: str) -> bool:
+    """Whether the book says the two names side by side as two people: "A and B" or "B and A"
+    (capitalised as names, within one sentence)."""
+    a, b = re.escape(a.capitalize()), re.escape(b.capitalize())
+    return re.search(rf"\b{a}\b[^.!?\n]{{0,30}}\band\b[^.!?\n]{{0,12}}\b{b}\b|\b{b}\b[^.!?\n]{{0,30}}\band\b"
+                     rf"[^.!?\n]{{0,12}}\b{a}\b", text) is not None
+
+
+def join_pet_names(doc, entities: list, absorb) -> list:
+    """The pass over a document's entities (document.DocumentEntities `doc`, its alive
+    `entities`; `absorb(into, other)` joins two): see the module's notes. Returns the
+    entities left."""
+    named = [(e, doc._dominant_name(e)) for e in entities if e.into is None]
+    for e, name in sorted(named, key=lambda en: len(en[0].mentions)):
+        if e.into is not None or name is None or len(name.words - TITLES) != 1:
+            continue
+        (word,) = name.words - TITLES
+        fulls = full_forms(word)
+        if not fulls:
+            continue
+        holders = []
+        for o, other in named:
+            if o is e or o.into is not None or other is None:
+                continue
+            given = (other.words - TITLES) & fulls
+            if given and word not in other.words:
+                holders.append((o, next(iter(given))))
+        if len(holders) != 1:
+            continue
+        (o, full), = holders
+        o = o.final()
+        if o is e or named_apart(doc.reader.text, word, full) or not doc._compatible(o, e, names=False):
+            continue
+        into, other = (o, e) if len(o.mentions) >= len(e.mentions) else (e, o)
+        absorb(into, other)
+    return [e for e in entities if e.into is None and e.mentions]

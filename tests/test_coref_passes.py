@@ -1,0 +1,140 @@
+"""The name and narrator passes of whole-document coreference, each on its own: the pet-name
+pass (pet_names.py) and narrators by headed section (narrators.py, speakers.by_writer); and
+their switches (switches.py)."""
+
+from __future__ import annotations
+
+import pytest
+from test_coref_entities import reader_and_spans
+
+from lfcli.pipelines.tasks.corefs.document import DocumentEntities
+from lfcli.pipelines.tasks.corefs.narrators import headed_sections, writer_key
+from lfcli.pipelines.tasks.corefs.pet_names import full_forms, named_apart
+from lfcli.pipelines.tasks.corefs.speakers import give_quotes
+
+
+# -- pet names -----------------------------------------------------------------------------------
+
+
+def test_the_table_knows_pet_names_and_not_other_words():
+    assert "elizabeth" in full_forms("lizzy") and "james" in full_forms("jim") and "henry" in full_forms("harry")
+    assert full_forms("trot") == frozenset() and full_forms("house") == frozenset()
+    assert named_apart("Then Jim and James went out.", "jim", "james")
+    assert not named_apart("Jim went out. James stayed.", "jim", "james")
+
+
+PET = ("James Vane sailed at dawn. He wrote often. "
+       "Years later Jim came home. He laughed. Sibyl wept. She sang.")
+
+
+def pet_chains(text: str, off: str = "", monkeypatch=None):
+    if monkeypatch is not None:
+        monkeypatch.setenv("LFCLI_COREF_OFF", off)
+    reader, at = reader_and_spans(text)
+    james = (at["James"][0], at["Vane"][0])
+    he1, jim, he2 = (at["He"][0],) * 2, (at["Jim"][0],) * 2, (at["He"][1],) * 2
+    sibyl, she = (at["Sibyl"][0],) * 2, (at["She"][0],) * 2
+    doc = DocumentEntities(reader)
+    doc.add_window([[james, he1]], (0, at["Jim"][0]))
+    doc.add_window([[jim, he2], [sibyl, she]], (at["Jim"][0], len(reader.offsets)))
+    return [{reader.text_of(*m) for m in c} for c in doc.link_names()]
+
+
+def test_a_pet_name_joins_the_one_person_holding_its_full_name(monkeypatch):
+    chains = pet_chains(PET, monkeypatch=monkeypatch)
+    assert {"James Vane", "Jim"} <= next(c for c in chains if "Jim" in c)
+    assert not any("Sibyl" in c and "Jim" in c for c in chains)
+    off = pet_chains(PET, "pet_names", monkeypatch)  # the switch: without the pass they stay apart
+    assert not any({"James Vane", "Jim"} <= c for c in off)
+
+
+def test_no_pet_name_join_where_the_book_names_the_two_apart_or_two_could_be_meant(monkeypatch):
+    apart = PET + " Jim and James are brothers."
+    assert not any({"James Vane", "Jim"} <= c for c in pet_chains(apart, monkeypatch=monkeypatch))
+
+
+def test_no_pet_name_join_across_genders(monkeypatch):
+    text = PET.replace("He laughed", "She laughed")  # this "Jim" is a she: not James Vane
+    reader, at = reader_and_spans(text)
+    james = (at["James"][0], at["Vane"][0])
+    jim, she = (at["Jim"][0],) * 2, (at["She"][0],) * 2
+    doc = DocumentEntities(reader)
+    doc.add_window([[james, (at["He"][0],) * 2]], (0, at["Jim"][0]))
+    doc.add_window([[jim, she]], (at["Jim"][0], len(reader.offsets)))
+    chains = [{reader.text_of(*m) for m in c} for c in doc.link_names()]
+    assert not any({"James Vane", "Jim"} <= c for c in chains)
+
+
+# -- narrators by headed section ------------------------------------------------------------
+
+
+def letters(headings: list[str], body: str = "I wrote to you of my day, and I think of my home. ") -> str:
+    parts = []
+    for h in headings:
+        parts.append(f"{h}\n\n{body * 6}\n\n")
+    return "A book.\n\n" + "".join(parts)
+
+
+HEADED = ["Contributed by MISS CLACK", "Extracted from the Journal of EZRA JENNINGS",
+          "Jonathan Harker\u2019s Journal", "Letter, Miss Mina Murray to Miss Lucy Westenra",
+          "The Statement of MR. MURTHWAITE (1849)"]
+
+
+@pytest.mark.parametrize("heading, writer", [
+    ("Contributed by MISS CLACK; niece of the late SIR JOHN VERINDER", "MISS CLACK"),
+    ("Extracted from the Journal of EZRA JENNINGS", "EZRA JENNINGS"),
+    ("DR. SEWARD'S DIARY", "DR. SEWARD"),
+    ("Jonathan Harker\u2019s Journal", "Jonathan Harker"),
+    ("Letter, Miss Mina Murray to Miss Lucy Westenra", "Miss Mina Murray"),
+    ("MR. VILLARS TO LADY HOWARD Berry Hill, March 12.", "MR. VILLARS"),
+    ("The Statement of MR. MURTHWAITE (1849)", "MR. MURTHWAITE"),
+    ("In a Letter from MR. CANDY", "MR. CANDY"),
+])
+def test_a_heading_names_its_writer(heading, writer):
+    others = ["Contributed by ANNA BELL", "Contributed by OTTO HAHN", "Contributed by RUTH ROE"]
+    text = letters([heading] + others)
+    text += " ".join(f"{w.split()[-1].title()} came." for w in [writer] * 5 + ["Bell", "Hahn", "Roe"] * 5)
+    sections = headed_sections(text)
+    assert sections and sections[0].writer == writer
+    assert text[slice(*sections[0].name_span)] == writer
+
+
+def test_chapter_titles_of_a_third_person_novel_are_no_writers():
+    body = "She walked to the town, and he followed her there. They spoke of the weather. "
+    text = letters(["Miss Sharp Begins to Make Friends", "Mrs. Bute Crawley to the Rescue", "How Dobbin Went to Town",
+                    "Miss Sharp Begins Again"], body)
+    text += " Sharp came. Crawley came. Dobbin came." * 5
+    assert headed_sections(text) == []
+
+
+def test_one_heading_is_a_letter_quoted_not_a_book_of_narrators():
+    text = letters(["Letter from Mr. Collins"]) + " Collins came." * 5
+    assert headed_sections(text) == []
+
+
+def test_writer_keys_join_the_headings_of_one_writer():
+    assert writer_key("MR. VILLARS") == writer_key("Mr Villars") == writer_key("THE REV. MR. VILLARS") == "villars"
+
+
+def test_each_writers_narration_is_their_own_chain_titled_with_their_name(monkeypatch):
+    body = "I walked to the shore and I watched the sea. "
+    text = ("Contributed by ANNA BELL\n\n" + body * 3 + "Bell came.\n\n"
+            "Contributed by OTTO HAHN\n\n" + body * 3 + "Hahn came.\n\n"
+            "Contributed by ANNA BELL\n\n" + body * 3 + "Bell came. Bell left. Hahn left. Bell ran. Hahn ran. Hahn sat.")
+    reader, at = reader_and_spans(text)
+    every_i = [(i, i) for i in at["I"]]
+    groups = [sorted(every_i)]  # the windows put every writer's "I" in one chain
+    for k in ("Bell", "Hahn"):
+        groups.append([(i, i) for i in at[k][1:]])  # the names the narration says (the headings' are caps)
+    give_quotes(reader, groups)
+    by_name = {}
+    for g in groups:
+        texts = [reader.text_of(*m) for m in g]
+        if "I" in texts:
+            by_name.setdefault(next((t for t in texts if t != "I"), None), []).append(texts.count("I"))
+    assert set(by_name) == {"ANNA BELL", "OTTO HAHN"}
+    assert by_name["ANNA BELL"] == [12] and by_name["OTTO HAHN"] == [6]
+    monkeypatch.setenv("LFCLI_COREF_OFF", "headed_sections")
+    groups = [sorted(every_i)]
+    give_quotes(reader, groups)
+    assert max(sum(reader.text_of(*m) == "I" for m in g) for g in groups) == 18  # one narrator: the old rule
