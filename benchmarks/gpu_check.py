@@ -46,6 +46,21 @@ TIERS = {"small": ("minilm-l6-long", "minilm-l6-long-litbank-coref"),
          "base": ("mpnet-base-long", "mpnet-base-long-litbank-coref")}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 N = 4096
+MISSING_THERE = ("nicknames==1.0.1",)
+
+
+def wheels() -> None:
+    """Install the carried wheels (prepare) into /tmp/site where their packages are missing,
+    for this process and the ones it starts."""
+    import importlib.util
+
+    if importlib.util.find_spec("nicknames") is not None or not (DATA / "whl").is_dir():
+        return
+    site = "/tmp/lfcli-site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", site,
+                    *map(str, (DATA / "whl").glob("*.whl"))], check=True)
+    sys.path.insert(0, site)
+    os.environ["PYTHONPATH"] = site + os.pathsep + os.environ.get("PYTHONPATH", "")
 
 
 # -- here: what the GPU machine needs ------------------------------------------------------------
@@ -71,6 +86,10 @@ def prepare(shared: Path) -> None:
     novels.mkdir(exist_ok=True)
     for name in NOVELS:
         shutil.copy(shared / "litbank" / "original" / name, novels / name)
+    # lfcli's dependencies the GPU machine's image lacks (it has torch, triton, transformers,
+    # pyarrow, typer, rich, tokenizers, pytest): pure-Python wheels, installed there by `wheels()`
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                    "-d", str(DATA / "whl"), *MISSING_THERE], check=True)
     print(f"prepared {DATA} ({sum(f.stat().st_size for f in DATA.rglob('*') if f.is_file()) / 1e6:.1f} MB)")
 
 
@@ -380,6 +399,7 @@ def main(argv=None) -> dict:
         raise SystemExit("gpu_check: no CUDA device here (run --prepare here, the check on the GPU machine)")
     if not DATA.is_dir():
         raise SystemExit(f"gpu_check: {DATA} is missing: run `python benchmarks/gpu_check.py --prepare` and carry it")
+    wheels()
     device = torch.device("cuda")
     wanted = args.steps.split(",")
     results: dict = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
