@@ -138,3 +138,17 @@ def test_each_writers_narration_is_their_own_chain_titled_with_their_name(monkey
     groups = [sorted(every_i)]
     give_quotes(reader, groups)
     assert max(sum(reader.text_of(*m) == "I" for m in g) for g in groups) == 18  # one narrator: the old rule
+
+
+# -- mentions a reader trusts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, crosses", [
+    ("him. I would reconcile him", True), ("the man. He", True), ("her! \u201cGo", True), ("the house? She", True),
+    ("Mr. Darcy", False), ("Mrs. Bennet", False), ("J. Smith", False), ("St. Clare", False), ("Dr. Watson", False),
+    ("Capt. Flint", False), ("Mr. and Mrs. Bennet", False), ("the U.S. Army", False), ("wean us", False),
+])
+def test_a_mention_never_runs_over_a_sentence_end(text, crosses):
+    from lfcli.pipelines.tasks.corefs.entities import crosses_sentence_end
+
+    assert crosses_sentence_end(text) is crosses

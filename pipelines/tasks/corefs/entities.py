@@ -49,6 +49,17 @@ def pronoun_kind(word: str) -> str | None:
     return _KIND_OF_WORD.get(lower)
 
 
+# A sentence end inside a mention: . ! or ? (a closing quote may follow), a space, then a capital or
+# an opening quote; not after an abbreviation or an initial ("Mr. Darcy", "J. Smith", "St. Clare").
+_SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|Co))(?<!\bMrs)(?<!\bCapt|\bProf|\bRev.)[.!?][\"'\u201d\u2019]?\s+[A-Z\"\u201c\u2018]")
+
+
+def crosses_sentence_end(text: str) -> bool:
+    """Whether a mention's text runs over a sentence end ("him. I would reconcile him"): no
+    mention does, so the decoder's spans that do are dropped before chains are built."""
+    return _SENTENCE_END.search(text) is not None
+
+
 def is_nominal(text: str) -> bool:
     """Whether a mention that is no name or pronoun can title a chain: a short noun phrase ("the
     captain", "my mother"), not a span that opens with a pronoun ("I found I") or runs long."""

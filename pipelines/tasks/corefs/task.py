@@ -16,7 +16,7 @@ from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
 from .document import DocumentEntities
 from .speakers import give_quotes
-from .entities import Mention, MentionReader, Name, Profile, scene_breaks
+from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end, scene_breaks
 from .stories import story_breaks
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -155,6 +155,8 @@ class CorefTask(Task):
         breaks = sorted({*scenes, *stories})
         entities = DocumentEntities(reader, rules=self.rules, breaks=breaks, stories=stories)
         for item, clusters in zip(prepared.items, results):
+            if self.rules:  # no mention runs over a sentence end ("him. I would reconcile him")
+                clusters = [[m for m in c if not crosses_sentence_end(reader.text_of(*m))] for c in clusters]
             entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
         groups = entities.link_names()
