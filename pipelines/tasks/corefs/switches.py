@@ -6,13 +6,14 @@ pass the environment to the lfcli they run):
 
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
   pet_names         a diminutive joins its full given name (pet_names.py)
+  sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
 """
 
 from __future__ import annotations
 
 import os
 
-PASSES = ("headed_sections", "pet_names")
+PASSES = ("headed_sections", "pet_names", "sentence_ends")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 

@@ -18,6 +18,7 @@ from .document import DocumentEntities
 from .speakers import give_quotes
 from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end, scene_breaks
 from .stories import story_breaks
+from .switches import on
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 # Scene breaks: the tokens looked at on each side of a paragraph start, and the fewest
@@ -155,7 +156,7 @@ class CorefTask(Task):
         breaks = sorted({*scenes, *stories})
         entities = DocumentEntities(reader, rules=self.rules, breaks=breaks, stories=stories)
         for item, clusters in zip(prepared.items, results):
-            if self.rules:  # no mention runs over a sentence end ("him. I would reconcile him")
+            if self.rules and on("sentence_ends"):  # no mention runs over a sentence end ("him. I would reconcile him")
                 clusters = [[m for m in c if not crosses_sentence_end(reader.text_of(*m))] for c in clusters]
             entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
