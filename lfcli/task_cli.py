@@ -20,6 +20,7 @@ from lfcli.pipelines.progress import progress_reporter
 from lfcli.pipelines.wording import plural
 
 from .app import app, follow_tasks, guarded, options_after
+from .model_check import check_head, check_model
 from .options import (
     Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, FastPaths, Force, Glob, Global, GpusPerWorker,
     IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
@@ -58,6 +59,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         return
     # Every option first, then inputs and output, then the model: a typo fails in a blink.
     check_options(task, **{k: v for k, v in pipe_opts.items() if k != "model"})
+    check_model(pipe_opts["model"], task)  # an unknown -m is usage, said with the names -m takes
     pair_text = pipe_opts.get(spec.pair) if spec.pair else None  # qa's --question
     name = model_name(task, pipe_opts["model"], pipe_opts)
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
@@ -66,6 +68,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     if spec.pair:  # no question anywhere: one usage error, not an error row per document
         check_pair(spec, pair_text, pair_text is not None or inputs_with_field(
             inputs, spec.pair, glob=read["glob"], input_format=read["input_format"]))
+    check_head(task, name, pipe_opts, pipe_opts["model"])  # before the output opens: no task head is usage
     first_error = None
     # What made the output: --resume must be the same job.
     record = job_record(task, name, inputs, read, pipe_opts)
@@ -157,7 +160,7 @@ def _job(model: str | None, options: dict) -> tuple[dict, dict, dict]:
 
 def _shared_options(
     text_column: TextColumn = JOB.text_column, id_column: IdColumn = None, glob: Glob = None,
-    batch_size: BatchSize = JOB.batch_size, max_tokens: MaxTokens = JOB.max_tokens, max_length: MaxLength = None,
+    batch_size: BatchSize = None, max_tokens: MaxTokens = None, max_length: MaxLength = None,
     device: Device = JOB.device, dtype: Dtype = JOB.dtype, attention_backend: Backend = None, global_: Global = None,
     force: Force = False, resume: Resume = False, on_error: OnError = JOB.on_error, quiet: Quiet = False,
     encoding_errors: EncodingErrors = JOB.encoding_errors, input_format: InputFormat = JOB.input_format,

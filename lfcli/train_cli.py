@@ -18,6 +18,7 @@ from typing_extensions import Annotated
 from lfcli.pipelines.progress import record_line
 
 from .app import app, follow_tasks, guarded, options_after
+from .model_check import check_model
 from .options import (
     Adapter, AveragedAdapter, Autocast, BaseModel, BatchTokens, Delta, Device, Epochs, FinetuneFreezeEmbeddings,
     FinetuneLr, Global, LoraRank, MaxSteps, Merge, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder, Seed,
@@ -51,6 +52,7 @@ def _run(spec, data, output, model, options: dict, **task_options):
     from lfcli.pipelines.train.finetune import finetune  # lazy: torch, not for --help
     from lfcli.pipelines.train.loop import TrainConfig  # lazy: torch
 
+    check_model(model, spec.name, tiers=False, command="finetune")  # an unknown -m is usage (exit 2)
     o, defaults = options, spec.training
     live = sys.stderr.isatty() and not o["quiet"]
 

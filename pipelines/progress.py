@@ -1,5 +1,6 @@
-"""Progress and notes on stderr: documents done, docs/s and tokens/s (a live line, only on a
-terminal), and one-line notes about what lfcli decided for the user."""
+"""Progress and notes on stderr: documents done, and within long documents the windows run,
+docs/s and tokens/s (a live line, only on a terminal), and one-line notes about what lfcli
+decided for the user."""
 
 from __future__ import annotations
 
@@ -45,10 +46,26 @@ def record_line(record: dict, mlm: bool = False) -> str | None:
     return None
 
 
+def live_words(stats, now: float) -> tuple[str, str]:
+    """(what is done, the rates) for the live line, from runner.Stats: the documents done and,
+    while windows of documents already read are still to run, how many of them have run, so a
+    single long document shows its progress before its row is out ("0 docs  120/800 windows
+    (15%)"); docs/s and tokens/s, the tokens those of the windows run (each document token
+    once), failed documents left out of docs/s (they cost next to nothing)."""
+    done = plural(stats.docs, "doc")
+    windows, queued = getattr(stats, "windows", 0), getattr(stats, "windows_queued", 0)
+    if queued > windows:
+        done += f"  {windows:,}/{queued:,} windows ({100 * windows // queued}%)"
+    dt = max(now - stats.started, 1e-9)
+    tokens = max(stats.tokens, getattr(stats, "tokens_run", 0))
+    return done, f"{(stats.docs - stats.errors) / dt:.2f} docs/s  {tokens / dt:,.0f} tokens/s"
+
+
 @contextmanager
 def progress_reporter(quiet: bool = False, stream=None):
-    """Yield a callback taking runner.Stats; draws a rich progress line when `stream`
-    (default stderr) is a terminal and not quiet, else does nothing."""
+    """Yield a callback taking runner.Stats (called after each batch of windows and each
+    document); draws a rich progress line (live_words) when `stream` (default stderr) is a
+    terminal and not quiet, else does nothing."""
     stream = stream if stream is not None else sys.stderr
     if quiet or not stream.isatty():
         yield lambda stats: None
@@ -56,7 +73,7 @@ def progress_reporter(quiet: bool = False, stream=None):
 
     progress = Progress(
         SpinnerColumn(),
-        TextColumn("{task.completed} docs"),
+        TextColumn("{task.fields[done]}"),
         TextColumn("{task.fields[rates]}"),
         TextColumn("{task.fields[errors]}"),
         TimeElapsedColumn(),
@@ -64,22 +81,17 @@ def progress_reporter(quiet: bool = False, stream=None):
         transient=False,
     )
     with progress:
-        task = progress.add_task("lfcli", total=None, rates="", errors="")
+        task = progress.add_task("lfcli", total=None, done="0 docs", rates="", errors="")
         last = [0.0]
 
         def report(stats):
             now = time.perf_counter()
-            if now - last[0] < 0.1:  # redraw at most 10 times a second
-                progress.update(task, completed=stats.docs)
+            done, rates = live_words(stats, now)
+            if now - last[0] < 0.1:  # new rates at most 10 times a second
+                progress.update(task, completed=stats.docs, done=done)
                 return
             last[0] = now
-            dt = max(now - stats.started, 1e-9)
-            progress.update(
-                task,
-                completed=stats.docs,
-                # failed documents cost next to nothing: the rates count the others only
-                rates=f"{(stats.docs - stats.errors) / dt:.2f} docs/s  {stats.tokens / dt:,.0f} tokens/s",
-                errors=plural(stats.errors, "error") if stats.errors else "",
-            )
+            progress.update(task, completed=stats.docs, done=done, rates=rates,
+                            errors=plural(stats.errors, "error") if stats.errors else "")
 
         yield report

@@ -132,25 +132,27 @@ def test_no_fast_paths_runs_the_plain_model_to_the_same_rows(ckpts, docs):
     assert "query_scale_fold" in swaps(fast_pipe) and "fast paths: query_scale_fold" in repr(fast_pipe.model)
 
 
-def test_the_cast_is_the_named_chains_biggest_first_top_15_of_the_first_documents():
+def test_the_cast_is_the_biggest_chains_named_or_not_each_titled_top_15_of_the_first_documents():
     from lfcli.pipelines.tasks.corefs.cast import CastReport
 
-    def chain(name, n):
-        return {"name": name, "mentions": [{"start": i, "end": i + 1, "text": "x"} for i in range(n)]}
+    def chain(name, n, text="x", at=0):
+        return {"name": name, "mentions": [{"start": at + i, "end": at + i + 1, "text": text} for i in range(n)]}
 
     report = CastReport()
-    report.add({"id": "book.txt", "chains": [chain(None, 50), chain("Darcy", 30), chain("Elizabeth", 40)]
-                + [chain(f"P{i:02}", 2) for i in range(20)]})
+    report.add({"id": "book.txt", "quotes": [], "chains": [chain("Darcy", 30), chain("Elizabeth", 40),
+                                                           chain(None, 50, "I", at=100)]
+                + [chain(f"P{i:02}", 2, at=900 - i) for i in range(20)]})  # ties: by first mention
     report.add({"id": "bad.txt", "error": "empty document"})
-    report.add({"id": "pronouns.txt", "chains": [chain(None, 3)]})
+    report.add({"id": "pronouns.txt", "chains": [chain(None, 3, "she"), chain(None, 4, "we")]})
     for k in range(3):
         report.add({"id": f"more{k}.txt", "chains": [chain("Anna", 2)]})
     lines = report.lines()
-    assert lines[0] == "the cast of book.txt (the 15 biggest of 22 named chains, by mentions):"
-    assert lines[1].split() == ["40", "Elizabeth"] and lines[2].split() == ["30", "Darcy"]
-    assert [line.split()[1] for line in lines[3:16]] == [f"P{i:02}" for i in range(13)]
-    assert lines[16] == "the cast of pronouns.txt: no named chains"
-    assert lines[17] == "the cast of more0.txt (1 named chain, by mentions):"
+    assert lines[0] == "the cast of book.txt (the 15 biggest of 23 chains, by mentions):"
+    assert lines[1].split() == ["50", "I", "(narrator)"]  # the narrator no name was found for leads
+    assert lines[2].split() == ["40", "Elizabeth"] and lines[3].split() == ["30", "Darcy"]
+    assert [line.split()[1] for line in lines[4:16]] == [f"P{i:02}" for i in range(19, 7, -1)]
+    assert lines[16:19] == ["the cast of pronouns.txt (2 chains, by mentions):", "       4  we", "       3  she (unnamed)"]
+    assert lines[19] == "the cast of more0.txt (1 chain, by mentions):"
     assert lines[-1].startswith("and 2 more documents with chains")
 
 
@@ -177,7 +179,7 @@ def test_corefs_says_the_cast_on_a_terminal_only(ckpts, tmp_path):
     os.close(controller)
     assert run.returncode == 0, said.decode(errors="replace")
     said = said.decode(errors="replace")
-    assert f"lfcli: the cast of {doc} (" in said and "named chain" in said, said[-3000:]  # the id: the path given
+    assert f"lfcli: the cast of {doc} (" in said and " chain" in said, said[-3000:]  # the id: the path given
     piped = invoke("corefs", doc, "-m", ckpts["corefs"])
     assert piped.exit_code == 0 and "the cast of" not in piped.output
 
@@ -202,8 +204,8 @@ def test_parquet_with_good_and_bad_rows(ckpts, tmp_path):
 def test_bad_input_and_usage_exit_codes(ckpts, docs, tmp_path):
     enc = ckpts["embed"]
     assert invoke("embed", tmp_path / "missing.txt", "-m", enc).exit_code == 1
-    r = invoke("qa", docs, "-m", enc, "-q", "why?")  # no QA head in an encoder checkpoint
-    assert r.exit_code == 1 and "question-answering head" in r.output
+    r = invoke("qa", docs, "-m", enc, "-q", "why?")  # no QA head in an encoder checkpoint: usage
+    assert r.exit_code == 2 and "question-answering head" in r.output
     broken = tmp_path / "broken"
     broken.mkdir()
     for f in ("config.json", "tokenizer.json"):
@@ -231,6 +233,36 @@ def test_bad_input_and_usage_exit_codes(ckpts, docs, tmp_path):
     assert r.exit_code == 1 and "z.txt" in r.output
     r = invoke("embed", bad, "-m", enc, "--encoding-errors", "replace", "--quiet")
     assert all("error" not in x for x in rows_of(r.stdout))
+
+
+def test_an_unknown_model_or_a_missing_head_is_usage_naming_what_m_takes(ckpts, docs, tmp_path):
+    """-m naming nothing is bad usage (2), its one line naming the tiers and the task's bundled
+    models; a missing folder is bad input (1); a model without the task's head (classify with
+    no --labels on an encoder) is usage too. Each is said before any output is opened."""
+    out = tmp_path / "out.jsonl"
+    r = invoke("corefs", docs / "a.txt", "-m", "huge", "-o", out)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1, r.output
+    assert all(w in r.stderr for w in ("small, base", "minilm-l6-long-litbank-coref", "mpnet-base-long-litbank-coref",
+                                       "checkpoint folder")), r.stderr
+    r = invoke("embed", docs, "-m", tmp_path / "no" / "such")
+    assert r.exit_code == 1 and "no such checkpoint folder" in r.stderr
+    r = invoke("classify", docs, "-m", ckpts["embed"], "-o", out)
+    assert r.exit_code == 2 and "sequence-classification head" in r.stderr and "--labels" in r.stderr, r.output
+    assert not out.exists()
+    assert invoke("classify", docs, "-m", ckpts["embed"], "--labels", "law,news", "--quiet").exit_code == 0
+    from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
+
+    if bundled_available(DEFAULT_MODEL) is None:  # no -m, no --labels: the default encoder has no head
+        r = invoke("classify", docs / "a.txt")
+        assert r.exit_code == 2 and "the default model" in r.stderr and "--labels" in r.stderr, r.output
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"text": f"text {i}", "label": "ab"[i % 2]}) + "\n" for i in range(4)))
+    r = invoke("finetune", "qa", data, "-m", "huge", "-o", tmp_path / "run")
+    assert r.exit_code == 2 and "minilm-l6-long-squad" in r.stderr and not (tmp_path / "run").exists()
+    r = invoke("finetune", "classify", data, "-m", "small", "-o", tmp_path / "run")
+    assert r.exit_code == 2 and "not a tier" in r.stderr and "minilm-l6-long" in r.stderr
+    r = invoke("pretrain-continue", docs, "-m", "huge", "-o", tmp_path / "run")
+    assert r.exit_code == 2 and "unknown model" in r.stderr and not (tmp_path / "run").exists()
 
 
 def test_subprocess_manners(ckpts, docs):
@@ -384,6 +416,23 @@ def test_models_says_when_the_bundled_model_is_built(monkeypatch, tmp_path):
     assert "    ready" in invoke("models").stdout
     r = runner.invoke(app, ["embed", "-", "--quiet"], input="The second run does not.")
     assert "building" not in r.stderr
+
+
+def test_models_gives_each_model_its_own_tasks_speed():
+    """`lfcli models`: an encoder's line gives embed's speed, a QA or coreference model's its own
+    task's (a different figure: its task's cost over embed's), not the embed speed of its tier."""
+    out = invoke("models").stdout
+    speeds = {}
+    for block in re.split(r"\n(?=\S)", out):
+        tier = re.search(r"^    tier: (\w+) .*?; (\w+) about ([\d,]+) tokens/s", block, re.M)
+        if tier:
+            speeds[block.split("\t")[0].split()[0]] = (tier[1], tier[2], int(tier[3].replace(",", "")))
+    assert speeds["minilm-l6-long"][1] == speeds["mpnet-base-long"][1] == "embed"
+    assert speeds["minilm-l6-long-squad"][1] == speeds["mpnet-base-long-squad"][1] == "qa"
+    assert speeds["minilm-l6-long-litbank-coref"][1] == speeds["mpnet-base-long-litbank-coref"][1] == "corefs"
+    embed = {tier: rate for tier, task, rate in speeds.values() if task == "embed"}
+    assert all(rate != embed[tier] for tier, task, rate in speeds.values() if task != "embed"), speeds
+    assert all(rate < embed[tier] for tier, task, rate in speeds.values() if task == "corefs")
 
 
 def _all_commands():

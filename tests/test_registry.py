@@ -131,7 +131,7 @@ def test_a_tasks_document_field_head_and_advice_come_from_its_spec(tmp_path):
         none = CliRunner().invoke(app, ["hinted", str(plain), "-m", str(headed)])
         assert none.exit_code == 2 and "lfcli hinted needs hints: --hint or a 'hint' field; no input has one" in none.stderr
         headless = CliRunner().invoke(app, ["hinted", str(records), "-m", str(bare)])
-        assert headless.exit_code == 1 and "Train one with the hinted recipe" in headless.stderr
+        assert headless.exit_code == 2 and "Train one with the hinted recipe" in headless.stderr  # usage
     finally:
         registry.unregister(HINTED.name)
 

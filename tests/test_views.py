@@ -134,25 +134,41 @@ def test_chains_that_meet_in_the_text_never_look_the_same():
     assert chain_looks(2, spans) == [(0, 0), (1, 0)]
 
 
-def test_chain_names_fall_back_on_a_proper_name_then_the_commonest_mention_a_pronoun_marked():
-    def chain(*texts, name=None):
-        return {"name": name, "mentions": [{"start": 0, "end": 1, "text": t} for t in texts]}
+def test_chain_names_fall_back_on_a_proper_name_then_a_noun_phrase_then_what_the_pronouns_say():
+    def chain(*texts, name=None, at=None):
+        at = at or range(0, 10 * len(texts), 10)
+        return {"name": name, "mentions": [{"start": s, "end": s + len(t), "text": t} for s, t in zip(at, texts)]}
     assert chain_name(chain("he", "Teodor", name="Old Teodor")) == "Old Teodor"
     assert chain_name(chain("He", "The captain", "Mr. Hollis", "him")) == "Mr. Hollis"
-    assert chain_name(chain("her", "SHE", "She", "her", "she")) == "she (unnamed)"  # 3 she, 2 her; the text's case aside
-    assert chain_name(chain("ME", "me", "I")) == "me (unnamed)"
+    assert chain_name(chain("he", "The old captain", "him", "the old captain", "a sailor")) == "the old captain"
+    assert chain_name(chain("her", "SHE", "She", "hers", "she")) == "she (unnamed)"  # her and hers count as she
+    assert chain_name(chain("ME", "me", "I", "my")) == "I (narrator)"  # no quotes: told, not said
+    assert chain_name(chain("us", "we", "our")) == "we"
+    assert chain_name(chain("they", "them", "it")) == "they (unnamed)"
     assert chain_name(chain("the Bank of  England")) == "the Bank of England"  # spaces folded
     assert chain_name(chain("Bank of England")) == "Bank of England"
+    # an "I" heard in speech only is a speaker, not the narrator; one told mostly outside quotes is
+    quotes = [{"start": 0, "end": 25, "speaker": None}, {"start": 40, "end": 60, "speaker": None}]
+    assert chain_name(chain("I", "me", "I", at=(1, 12, 45)), quotes) == "I (unnamed speaker)"
+    assert chain_name(chain("I", "me", "I", at=(1, 30, 70)), quotes) == "I (narrator)"
+    assert chain_name({"name": None, "mentions": []}) == "(no text)"
 
 
-def test_the_chain_list_shows_named_chains_first_each_group_biggest_first():
-    text = "she she she she Anna Anna Bob Bob Bob"
-    spans = {w: [{"start": m.start(), "end": m.end(), "text": w} for m in re.finditer(rf"\b{w}\b", text)]
-             for w in ("she", "Anna", "Bob")}
-    rows = [{"id": "d", "chains": [{"name": None, "mentions": spans["she"]}, {"name": "Anna", "mentions": spans["Anna"]},
-                                   {"name": "Bob", "mentions": spans["Bob"]}]}]
-    names = re.findall(r'<span class="nm">(.*?)</span>', render("corefs", rows, {"d": text}))
-    assert names == ["Bob", "Anna", "she (unnamed)"]
+def test_the_chain_list_shows_the_biggest_chains_first_named_or_not_each_with_a_title():
+    """The narrator's "I", unnamed, is the biggest chain: it leads the list (and the page's
+    data), titled; ties go by first mention."""
+    text = "I I I I I Anna Anna Bob Bob Bob we us Tom Tom"
+    spans = {w: [{"start": m.start(), "end": m.end(), "text": m.group()} for m in re.finditer(rf"\b(?:{w})\b", text)]
+             for w in ("I", "Anna", "Bob", "we|us", "Tom")}
+    rows = [{"id": "d", "quotes": [], "chains": [
+        {"name": "Tom", "mentions": spans["Tom"]}, {"name": "Anna", "mentions": spans["Anna"]},
+        {"name": None, "mentions": spans["we|us"]}, {"name": "Bob", "mentions": spans["Bob"]},
+        {"name": None, "mentions": spans["I"]}]}]
+    page = render("corefs", rows, {"d": text})
+    names = re.findall(r'<span class="nm">(.*?)</span>', page)
+    assert names == ["I (narrator)", "Bob", "Anna", "we", "Tom"]
+    assert data_of(page)["names"] == names and data_of(page)["counts"] == [5, 3, 2, 2, 2]
+    assert re.findall(r'<span class="ct">(\d+)</span>', page) == ["5", "3", "2", "2", "2"]
 
 
 def test_sections_cut_at_paragraphs_and_cover_the_text():
@@ -213,7 +229,7 @@ def test_classify_page_tables_every_row_with_sortable_values():
     assert trs == [("", "0", "a.txt", "law", "0.9"), (' class="err"', "1", "b.txt", "", ""), ("", "2", "c.txt", "news", "0.6")]
     assert re.findall(r'<th data-sort="(\w+)"', page) == ["id", "label", "score"]
     bars = re.search(r'data-order="2".*?</tr>', page).group()
-    assert [m for m in re.findall(r"<span>(\w+)</span>", bars)] == ["news", "fiction", "law"]  # best first
+    assert [m for m in re.findall(r"<span class=\"l\" title=\"\w+\">(\w+)</span>", bars)] == ["news", "fiction", "law"]  # best first
     assert "&lt;script&gt;" in page and "<script>window" not in page and "http" not in page
 
 

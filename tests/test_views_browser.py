@@ -143,6 +143,39 @@ def test_chains_side_by_side_look_different_past_the_palette(browser, tmp_path):
     assert picked[2] == "rgba(0, 0, 0, 0)" and picked[3] == "rgba(0, 0, 0, 0)"  # the others faded, underline too
 
 
+def test_typing_in_the_chain_box_filters_the_list_by_title(browser, tmp_path):
+    """The "find a chain" box hides every chain whose title does not hold what is typed (the
+    list items' own display rule must not show them again), and shows them all once cleared."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    names = ["Anna", "Bob", "Boris", "Carla", "Dmitri", "Edith", "Fyodor", "Greta", "Hugo", "Ilse", "Jonas", "Karl",
+             "Lotte", "Max"]
+    text = " ".join(names) + ". I said so. I left. I came back. " + " ".join(names[:3])
+    rows = [{"id": "d", "quotes": [], "chains": [{"name": n, "mentions": spans(text, rf"\b{n}\b")} for n in names]
+             + [{"name": None, "mentions": spans(text, r"\bI\b")}]}]
+    open_page(browser, tmp_path / "filter.html", render("corefs", rows, {"d": text}))
+
+    def shown():
+        return browser.execute_script("""return Array.from(document.querySelectorAll('.chains li'))
+            .filter(li => li.getBoundingClientRect().height > 0 && getComputedStyle(li).display !== 'none')
+            .map(li => li.querySelector('.nm').textContent);""")
+
+    assert shown()[:4] == ["I (narrator)", "Anna", "Bob", "Boris"] and len(shown()) == 15
+    box = browser.find_element(By.CSS_SELECTOR, ".chains input")
+    box.send_keys("bo")
+    assert shown() == ["Bob", "Boris"]
+    box.send_keys("r")
+    assert shown() == ["Boris"]
+    box.send_keys(Keys.BACKSPACE, Keys.BACKSPACE, Keys.BACKSPACE, "narr")
+    assert shown() == ["I (narrator)"]
+    box.send_keys("x")
+    assert shown() == []
+    box.clear()
+    box.send_keys(" ")  # an input event with nothing but space typed: every chain again
+    assert len(shown()) == 15
+
+
 # -- qa ---------------------------------------------------------------------------------------
 def test_answers_are_listed_best_first_and_jump_to_their_passage(browser, tmp_path):
     from selenium.webdriver.common.by import By
@@ -195,6 +228,29 @@ def test_the_table_sorts_by_score_and_label_on_click(browser, tmp_path):
         .map(i => i.getBoundingClientRect().width / i.parentElement.getBoundingClientRect().width);""")
     assert [round(w, 2) for w in bars] == [0.5, 0.3, 0.2]
     assert ran_nothing(browser, "lfcli classify") and requests_made(browser) == []
+
+
+def test_score_bars_line_up_from_row_to_row(browser, tmp_path):
+    """Labels of any length: every row's bars start at the same x, in the table and in the
+    documents' cards, so a reader compares scores down a column."""
+    labels = ["law", "a very long label about medicine and health", "news", "fiction and other stories"]
+
+    def row(name, order):
+        probs = dict(zip([labels[i] for i in order], (0.6, 0.25, 0.1, 0.05)))
+        return {"id": name, "label": labels[order[0]], "score": 0.6, "scores": probs}
+
+    rows = [row("a.txt", (0, 2, 3, 1)), row("b.txt", (1, 0, 2, 3)), row("c.txt", (2, 3, 0, 1))]
+    open_page(browser, tmp_path / "bars.html", render("classify", rows, {r["id"]: "text" for r in rows}))
+    where = browser.execute_script("""
+        const xs = sel => Array.from(document.querySelectorAll(sel)).map(b => Math.round(b.getBoundingClientRect().left));
+        return [xs('table.rows tbody .bar'), xs('section.card[id^="r"] .bar'), xs('.summary .bar')];""")
+    table, cards, summary = where
+    assert len(table) == 9 and len(set(table)) == 1, table
+    assert len(cards) == 12 and len(set(cards)) == 1, cards
+    assert len(set(summary)) == 1, summary
+    widths = browser.execute_script("""return Array.from(document.querySelectorAll('table.rows tbody .bar'))
+        .map(b => Math.round(b.getBoundingClientRect().width));""")
+    assert len(set(widths)) == 1  # the same scale in every row
 
 
 # -- a whole novel ----------------------------------------------------------------------------

@@ -198,6 +198,11 @@ class Stats:
     tokens: int = 0
     errors: int = 0
     started: float = 0.0
+    # Within documents, for a progress line while a long one runs: windows run so far, windows
+    # of the documents handed to the model so far, document tokens the windows run speak for.
+    windows: int = 0
+    windows_queued: int = 0
+    tokens_run: int = 0
 
 
 # Most of a batch's tokens that may be padding before a new batch starts, once it holds
@@ -376,6 +381,7 @@ class Pipeline:
         results: dict[int, dict[int, Any]] = {i: {} for i in prepared}
         items = [it for p in prepared.values() for it in p.items]
         position = {id(it): k for p in prepared.values() for k, it in enumerate(p.items)}
+        self.stats.windows_queued += len(items)
         for batch in self._batches(items):
             try:
                 outputs = self._forward(batch)
@@ -391,6 +397,10 @@ class Pipeline:
             for it, out in zip(batch, outputs):
                 if it.doc in results:
                     results[it.doc][position[id(it)]] = out
+            self.stats.windows += len(batch)
+            self.stats.tokens_run += sum(it.owned[1] - it.owned[0] for it in batch)
+            if progress is not None:  # a long document's progress, before its row is out
+                progress(self.stats)
         for i, doc in enumerate(docs):
             if i in failed:
                 row = self._fail(doc, failed[i], on_error)

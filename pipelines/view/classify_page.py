@@ -1,6 +1,7 @@
 """The classify page: how many documents got each label, a table of every document (label,
 score, its top labels as small bars) sorted by clicking a column's header, and per
-document a card with its labels' bars and its text."""
+document a card with its labels' bars and its text. The label column beside the bars has one
+width on every row (a longer label is cut, whole on hover), so the bars line up down the page."""
 
 from __future__ import annotations
 
@@ -25,11 +26,13 @@ table.rows th[aria-sort=descending]::after{content:" \\25BC";color:var(--ink)}
 table.rows td.num{font-variant-numeric:tabular-nums;text-align:right}
 table.rows td a{color:var(--accent);text-decoration:none;word-break:break-all}
 tr.err td{color:var(--bad)}
-.bars{display:inline-grid;grid-template-columns:minmax(5em,max-content) 8em 3.5em;gap:2px 8px;align-items:center;font-size:13px}
+.bars{display:inline-grid;grid-template-columns:18em 8em 3.5em;gap:2px 8px;align-items:center;font-size:13px}
+td .bars{grid-template-columns:11em 8em 3.5em}
+.bars .l{overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .bars .v{font-variant-numeric:tabular-nums;text-align:right;color:var(--dim)}
 .lab{display:inline-block;background:#e8eefb;border-radius:4px;padding:0 6px;font-weight:600}
 .snippet{color:#3b4350;margin:6px 0}
-.summary .bars{grid-template-columns:minmax(8em,max-content) 16em 5em}
+.card.summary .bars{grid-template-columns:minmax(8em,max-content) 16em 5em}
 """
 
 SCRIPT = r"""
@@ -71,8 +74,8 @@ def top_labels(row: dict, n: int) -> list[tuple[str, float]]:
 
 
 def _bars(pairs: list[tuple[str, Any]]) -> str:
-    cells = "".join(f"<span>{escape(label)}</span>{bar(p)}<span class=\"v\">{score_text(p)}</span>"
-                    for label, p in pairs)
+    cells = "".join(f'<span class="l" title="{escape(label)}">{escape(label)}</span>{bar(p)}'
+                    f'<span class="v">{score_text(p)}</span>' for label, p in pairs)
     return f'<div class="bars">{cells}</div>'
 
 
@@ -106,8 +109,8 @@ def _summary(rows: list[dict]) -> str:
     errors = sum(1 for r in rows if r.get("error"))
     n = len(rows) or 1
     pairs = [(label, count / n) for label, count in labels.most_common()]
-    cells = "".join(f"<span>{escape(label)}</span>{bar(share, '16em')}<span class=\"v\">{labels[label]}</span>"
-                    for label, share in pairs)
+    cells = "".join(f'<span class="l" title="{escape(label)}">{escape(label)}</span>{bar(share, "16em")}'
+                    f'<span class="v">{labels[label]}</span>' for label, share in pairs)
     failed = f'<p class="msg">{errors} documents failed (error rows)</p>' if errors else ""
     return f'<section class="card summary"><h2>Labels</h2><div class="bars">{cells}</div>{failed}</section>'
 

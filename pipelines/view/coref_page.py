@@ -1,10 +1,11 @@
 """The corefs page: each document's text with every chain's mentions in the chain's look (a
 colour, and past the first 24 chains an underline; chains that meet in the text never share
-a look, see chain_looks), beside a list of its chains by name and mention count (named ones
-first, each group biggest first; a chain with no name is titled by its commonest pronoun,
-"she (unnamed)"); hovering a chain (in the list or on a mention) or clicking it highlights
-that chain alone, and clicking its name again steps to its next mention. Quotes are shaded;
-hovering one names its speaker and highlights the speaker's chain.
+a look, see chain_looks), beside a list of its chains by title and mention count (biggest first,
+named or not; a chain with no name gets a title all the same, "I (narrator)", "the captain",
+see chain_titles), which a box above it filters by title; hovering a chain (in the list or on a
+mention) or clicking it highlights that chain alone, and clicking its name again steps to its
+next mention. Quotes are shaded; hovering one names its speaker and highlights the speaker's
+chain.
 
 A whole novel is 700 KB of text and 20,000 mentions, more spans than a page should build at
 once. So the text goes in as plain escaped text cut into sections of about SECTION_CHARS
@@ -19,6 +20,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from .chain_titles import biggest_first, chain_name
 from .page import chain_colour, doc_index, dom_text, error_card, escape, frame
 
 SECTION_CHARS = 6000
@@ -28,13 +30,6 @@ N_COLOURS = 24
 UNDERLINES = ("", ";border-bottom:2px solid #1d2127", ";border-bottom:2px dashed #1d2127",
               ";border-bottom:2px dotted #1d2127")
 NEAR_CHARS = 400
-# Words that start a mention without making it a name ("He", "The captain").
-_NOT_NAME_WORDS = frozenset(
-    "i me my mine myself you your yours he him his himself she her hers herself it its itself we us our ours "
-    "they them their theirs themselves the a an this that these those who whom whose which what one someone "
-    "somebody everyone nobody all both each some any no".split())
-_NAME_JOINERS = frozenset("of de la le van von der du da di and the y".split())
-
 CSS = """
 .cdoc .cols{display:grid;grid-template-columns:minmax(12em,17em) 1fr;gap:18px;align-items:start}
 .chains{position:sticky;top:8px;max-height:calc(100vh - 16px);overflow:auto;font-size:13px;border-right:1px solid var(--line);padding-right:8px}
@@ -159,36 +154,15 @@ SCRIPT = r"""
   });
   document.querySelectorAll('.chains input').forEach(function (box) {
     box.addEventListener('input', function () {
-      const q = box.value.toLowerCase();
+      const q = box.value.trim().toLowerCase();  // matched against the chains' titles only
       box.closest('.chains').querySelectorAll('li').forEach(li => {
-        li.hidden = q && !li.textContent.toLowerCase().includes(q);
+        li.hidden = !!q && !li.querySelector('.nm').textContent.toLowerCase().includes(q);
       });
     });
   });
   window.lfcliPaint = paint;
 })();
 """
-
-
-def chain_name(chain: dict) -> str:
-    """The title a chain goes by: its `name`, else its first mention that looks like a proper
-    name (capitalised words, not a pronoun or article first), else its most frequent mention
-    (the first of equals); a pronoun so chosen is lower-cased and marked, "she (unnamed)", so
-    that a chain no name was found for is seen as one at once."""
-    if chain.get("name"):
-        return str(chain["name"])
-    texts = [" ".join(str(m.get("text") or "").split()) for m in chain.get("mentions") or []]
-    for text in texts:
-        words = [w.strip(".,;:!?'\"()\u2019\u201c\u201d") for w in text.split()]
-        words = [w for w in words if w]
-        if (words and words[0][:1].isupper() and words[0].lower() not in _NOT_NAME_WORDS
-                and all(w[:1].isupper() or w.lower() in _NAME_JOINERS for w in words)):
-            return text
-    said = [t.lower() if t.lower() in _NOT_NAME_WORDS else t for t in texts if t]
-    if not said:
-        return "(no text)"
-    best = max(said, key=lambda t: (said.count(t), -said.index(t)))
-    return f"{best} (unnamed)" if best in _NOT_NAME_WORDS else best
 
 
 def section_bounds(text: str, size: int = SECTION_CHARS) -> list[tuple[int, int]]:
@@ -298,11 +272,11 @@ def chain_looks(n_chains: int, spans: list[tuple[int, int, int]], first: int = 0
     return looks
 
 
-def _chain_list(chains: list[dict], first: int) -> str:
+def _chain_list(chains: list[dict], titles: list[str], first: int) -> str:
     items = []
-    for rank, chain in enumerate(chains):
+    for rank, (chain, title) in enumerate(zip(chains, titles)):
         g = first + rank
-        items.append(f'<li data-c="{g}"><span class="sw c{g}"></span><span class="nm">{escape(chain_name(chain))}</span>'
+        items.append(f'<li data-c="{g}"><span class="sw c{g}"></span><span class="nm">{escape(title)}</span>'
                      f'<span class="ct">{len(chain.get("mentions") or [])}</span></li>')
     total = sum(len(c.get("mentions") or []) for c in chains)
     filter_box = '<input type="search" placeholder="find a chain" aria-label="find a chain">' if len(chains) > 12 else ""
@@ -326,17 +300,18 @@ def _mismatch_note(text: str, chains: list[dict]) -> str:
 
 def _document(k: int, row: dict, text: str | None, first: int, out: dict) -> str:
     """One document's card; its sections' data, chain names and counts go to `out`."""
-    # named chains first (the cast), each group biggest first; stable: the row's order on ties
-    chains = sorted(row.get("chains") or [], key=lambda c: (not c.get("name"), -len(c.get("mentions") or [])))
+    # biggest first, named or not, each under a title a reader can use (chain_titles)
+    chains = biggest_first(row.get("chains") or [])
+    titles = [chain_name(chain, row.get("quotes")) for chain in chains]
     spans, outside = _mention_spans(chains, first, len(text) if text is not None else 0)
     for rank, (chain, (colour, underline)) in enumerate(zip(chains, chain_looks(len(chains), spans, first))):
         out["css"].append(f".c{first + rank}{{background-color:{chain_colour(colour)}{UNDERLINES[underline]}}}")
-        out["names"].append(chain_name(chain))
         out["counts"].append(len(chain.get("mentions") or []))
+    out["names"].extend(titles)
     head = f'<h2><a href="#r{k}">{escape(row.get("id"))}</a></h2>'
     if text is None:
         return (f'<section class="card cdoc" id="r{k}">{head}<p class="note">The document\'s text was not found '
-                f'(pass --text with the inputs of the job).</p>{_chain_list(chains, first)}</section>')
+                f'(pass --text with the inputs of the job).</p>{_chain_list(chains, titles, first)}</section>')
     shown = dom_text(text)
     bounds = section_bounds(shown)
     base = len(out["sections"])
@@ -349,7 +324,7 @@ def _document(k: int, row: dict, text: str | None, first: int, out: dict) -> str
     if not chains:
         notes += '<p class="dim">No chains in this document.</p>'
     body = "".join(f'<div class="sec" data-k="{base + j}">{escape(shown[s:e])}</div>' for j, (s, e) in enumerate(bounds))
-    return (f'<section class="card cdoc" id="r{k}">{head}{notes}<div class="cols">{_chain_list(chains, first)}'
+    return (f'<section class="card cdoc" id="r{k}">{head}{notes}<div class="cols">{_chain_list(chains, titles, first)}'
             f'<article class="passage">{body}</article></div></section>')
 
 

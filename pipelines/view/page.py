@@ -27,9 +27,12 @@ _SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
 PALETTE = ("#ffd166", "#8ecae6", "#b5e48c", "#f4a3c0", "#cdb4db", "#ffb38a", "#9ee6d3", "#e9d8a6",
            "#a9c5ff", "#ff9f9f", "#c7e9a0", "#f7c6ff")
 
+# `[hidden]` first: an element a script hides (a filtered list's item) stays hidden whatever
+# display its own rule gives it (`.chains li{display:flex}` would show it again).
 BASE_CSS = """
 :root{--ink:#1d2127;--dim:#5f6b7a;--line:#d9dee5;--paper:#fff;--wash:#f5f7fa;--bad:#b3261e;--accent:#2f5aa8}
 *{box-sizing:border-box}
+[hidden]{display:none!important}
 body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);background:var(--wash)}
 header.top{padding:14px 24px;background:var(--paper);border-bottom:1px solid var(--line)}
 header.top h1{margin:0;font-size:19px}

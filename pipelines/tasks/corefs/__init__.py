@@ -1,7 +1,7 @@
 """corefs: coreference chains over whole documents, books included. Its home: task.py (windows
 and how their chains join into the document's entities), entities.py (what a mention says of
 its entity: names, genders, pronouns, speakers; scene breaks), decode.py (a window's scores
-into chains), cast.py (the characters said at the end of a run on a terminal); training in train.py; this module's SPEC is what the registry holds.
+into chains), cast.py (the biggest chains said at the end of a run on a terminal); training in train.py; this module's SPEC is what the registry holds.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from .speakers import give_quotes
 from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end, scene_breaks
 from .stories import story_breaks
 from .switches import on
+from ...view.chain_titles import chain_name
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 # Scene breaks: the tokens looked at on each side of a paragraph start, and the fewest
@@ -174,7 +175,10 @@ class CorefTask(Task):
         kept.sort(key=lambda ck: (-len(ck[0]["mentions"]), ck[0]["mentions"][0]["start"], ck[0]["mentions"][0]["end"]))
         chain_of = {k: i for i, (_, k) in enumerate(kept)}
         quotes = [{"start": a, "end": z, "speaker": chain_of.get(who)} for (a, z), who in zip(reader.quotes, speakers)]
-        return {"id": doc.id, "chains": [c for c, _ in kept], "quotes": quotes}
+        chains = [c for c, _ in kept]
+        for chain in chains:  # what a reader lists it by: its name, else what its mentions say ("I (narrator)")
+            chain["title"] = chain_name(chain, quotes)
+        return {"id": doc.id, "chains": chains, "quotes": quotes}
 
     @staticmethod
     def people_named(reader: MentionReader, prepared, results) -> list[tuple[int, Name]]:
@@ -187,7 +191,7 @@ class CorefTask(Task):
 
     def schema(self):
         mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
-        chain = pa.struct([("name", pa.string()), ("mentions", pa.list_(mention))])
+        chain = pa.struct([("name", pa.string()), ("mentions", pa.list_(mention)), ("title", pa.string())])
         quote = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("speaker", pa.int64())])
         return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("quotes", pa.list_(quote)),
                           ("error", pa.string())])
