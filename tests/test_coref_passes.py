@@ -152,3 +152,21 @@ def test_a_mention_never_runs_over_a_sentence_end(text, crosses):
     from lfcli.pipelines.tasks.corefs.entities import crosses_sentence_end
 
     assert crosses_sentence_end(text) is crosses
+
+
+# -- a knight, a peer and a rank are forms of address of their own -----------------------------
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("Mr Elliot", "Sir Walter Elliot", False),  # the heir and the baronet of one surname
+    ("Mrs Croft", "Admiral Croft", False),  # an admiral is a man
+    ("Mrs. Harville", "Captain Harville", False),
+    ("Sir William", "Sir William Lucas", True),
+    ("William Lucas", "Sir William", True),
+    ("Lord Orville", "Mr. Orville", False),
+    ("Captain Wentworth", "Frederick Wentworth", True),
+])
+def test_titles_and_ranks_keep_a_familys_men_and_women_apart(a, b, same):
+    from lfcli.pipelines.tasks.corefs.entities import names_compatible, proper_name
+
+    assert names_compatible(proper_name(a), proper_name(b)) is same

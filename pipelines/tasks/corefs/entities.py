@@ -69,7 +69,9 @@ def is_nominal(text: str) -> bool:
 # Honorifics: (the form of address, which says married, unmarried or titled, and the gender).
 # Two names with different forms ("Mrs. Bennet", "Miss Bennet", "Lady Lucas") are two people.
 HONORIFICS = {
-    "mr": ("mr", "m"), "mister": ("mr", "m"), "messrs": ("mr", "m"), "sir": (None, "m"), "lord": (None, "m"),
+    # A knight or a peer is "Sir Walter", "Lord Orville", never "Mr. Elliot": like "Lady" for a
+    # woman, a form of address of its own, so a baronet and the heir of his surname stay two men.
+    "mr": ("mr", "m"), "mister": ("mr", "m"), "messrs": ("mr", "m"), "sir": ("sir", "m"), "lord": ("lord", "m"),
     "master": (None, "m"),
     "mrs": ("mrs", "f"), "madam": ("mrs", "f"), "madame": ("mrs", "f"), "mme": ("mrs", "f"),
     "miss": ("miss", "f"), "mademoiselle": ("miss", "f"), "mlle": ("miss", "f"),
@@ -108,6 +110,10 @@ TITLES = frozenset(
     "doctor captain squire colonel major general admiral lieutenant sergeant professor judge parson vicar rector "
     "reverend governor king queen prince princess duke duchess count countess baron baroness earl marquis".split()
 )
+# Ranks that the novels lfcli reads give to men only, as a name's first word ("Admiral Croft",
+# "Captain Harville", "Colonel Brandon"): the name is a man's.
+MEN_S_RANKS = frozenset("admiral captain cap'n capt colonel col general gen major lieutenant lieut sergeant sgt "
+                        "commodore corporal ensign bishop".split())
 _SHORT_TITLES = {"dr": "doctor", "capt": "captain", "cap'n": "captain", "col": "colonel", "gen": "general",
                  "prof": "professor", "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
 _WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
@@ -156,6 +162,8 @@ def proper_name(text: str) -> Name | None:
             kept.append(_SHORT_TITLES.get(lower, lower))
     if not kept:
         return None
+    if gender is None and words[0].lower() in MEN_S_RANKS:  # "Admiral Croft" is not "Mrs. Croft"
+        gender = "m"
     lower = [w.lower() for w in words]
     head = lower[lower.index("of") - 1] if "of" in lower[1:] else kept[-1]  # "Queen of Hearts": Queen
     return Name(frozenset(kept), address, gender or _NOUN_GENDER.get(head))
