@@ -164,7 +164,7 @@ def test_a_mention_never_runs_over_a_sentence_end(text, crosses):
     ("Sir William", "Sir William Lucas", True),
     ("William Lucas", "Sir William", True),
     ("Lord Orville", "Mr. Orville", False),
-    ("Captain Wentworth", "Frederick Wentworth", True),
+    ("Captain Wentworth", "Mr. Wentworth", True),  # a rank is no form of address: the same man
 ])
 def test_titles_and_ranks_keep_a_familys_men_and_women_apart(a, b, same):
     from lfcli.pipelines.tasks.corefs.entities import names_compatible, proper_name
