@@ -170,3 +170,27 @@ def test_titles_and_ranks_keep_a_familys_men_and_women_apart(a, b, same):
     from lfcli.pipelines.tasks.corefs.entities import names_compatible, proper_name
 
     assert names_compatible(proper_name(a), proper_name(b)) is same
+
+
+# -- "my lady" is the book's one Lady -------------------------------------------------------------
+
+
+def lady_chains(text: str):
+    reader, at = reader_and_spans(text)
+    lady = (at["Lady"][0], at["Verinder"][0])
+    she, my_lady, her = (at["She"][0],) * 2, (at["my"][0], at["my"][0] + 1), (at["her"][0],) * 2
+    rachel = (at["Rachel"][0],) * 2
+    doc = DocumentEntities(reader)
+    doc.add_window([[lady, she], [rachel]], (0, at["my"][0]))
+    russell = [[(at["Lady"][k], at["Russell"][k - 1]) for k in range(1, len(at["Lady"]))]]  # a second Lady, if any
+    doc.add_window([[my_lady, her]] + (russell if russell[0] else []), (at["my"][0], len(reader.offsets)))
+    return [{reader.text_of(*m) for m in c} for c in doc.link_names()]
+
+
+def test_my_lady_joins_the_one_lady_the_book_names(monkeypatch):
+    text = "Lady Verinder came. She sat. Rachel stood.\n\nYes, my lady, said Betteredge to her."
+    assert any({"Lady Verinder", "my lady"} <= c for c in lady_chains(text))
+    two = text + " Lady Julia Russell came. Lady Julia Russell sat."  # two Ladies: nobody can tell which
+    assert not any({"Lady Verinder", "my lady"} <= c for c in lady_chains(two))
+    monkeypatch.setenv("LFCLI_COREF_OFF", "addressed_titles")
+    assert not any({"Lady Verinder", "my lady"} <= c for c in lady_chains(text))

@@ -32,6 +32,7 @@ from collections import Counter
 
 from .entities import TITLES, MentionReader, Name, Profile, is_nominal
 from .pet_names import join_pet_names
+from .title_nouns import join_addressed_titles
 from .switches import on
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
@@ -157,6 +158,8 @@ class DocumentEntities:
         alive = self._join_married(self._join_by_full_name(alive, lent))
         if on("pet_names"):
             alive = join_pet_names(self, alive, _absorb)
+        if on("addressed_titles"):
+            alive = join_addressed_titles(self, alive, _absorb)
         return sorted(alive, key=lambda e: e.mentions[0])
 
     def _join_married(self, entities: list[_Entity]) -> list[_Entity]:

@@ -79,7 +79,10 @@ HONORIFICS = {
 }
 # How a titled person is spoken of without a name ("her ladyship"): the form of address it
 # gives, so that "her ladyship" is never "Mrs. Bennet" (Profile.addresses).
-_TITLE_NOUNS = {"ladyship": ("lady", "f")}
+_TITLE_NOUNS = {"ladyship": ("lady", "f"), "lordship": ("lord", "m")}
+# ... and how a servant or an equal speaks to them: "my lady", "your lord" (two words; "the old
+# lady" is nobody's title).
+_ADDRESSED_TITLES = {("my", "lady"): ("lady", "f"), ("your", "lady"): ("lady", "f"), ("my", "lord"): ("lord", "m")}
 # Nouns that say a person's gender, as a mention's head ("the old woman", "the King").
 GENDERED_NOUNS = {
     "m": "man men gentleman boy lad fellow father son brother husband uncle nephew grandfather king prince duke "
@@ -470,6 +473,8 @@ class MentionReader:
         head = words[words.index("of") - 1] if "of" in words[1:] else words[-1] if words else ""
         head = head.strip(".,;:!?'\u2019")
         address, gender = _TITLE_NOUNS.get(head, (None, _NOUN_GENDER.get(head)))
+        if len(words) == 2 and (words[0], head) in _ADDRESSED_TITLES:
+            address, gender = _ADDRESSED_TITLES[(words[0], head)]
         return Mention(gender=gender, address=address) if gender or address else _NOTHING
 
 

@@ -7,13 +7,14 @@ pass the environment to the lfcli they run):
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
   pet_names         a diminutive joins its full given name (pet_names.py)
   sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
+  addressed_titles  "my lady", "her ladyship" join the book's one Lady (title_nouns.py)
 """
 
 from __future__ import annotations
 
 import os
 
-PASSES = ("headed_sections", "pet_names", "sentence_ends")
+PASSES = ("headed_sections", "pet_names", "sentence_ends", "addressed_titles")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 
