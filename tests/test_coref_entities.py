@@ -8,8 +8,9 @@ import pytest
 
 from lfcli.pipelines.tasks.corefs.entities import (
     Mention, MentionReader, Name, NameForms, Profile, genders_agree, names_compatible, pronouns_agree, proper_name,
-    scene_breaks, speaker_and_narrated_agree, speakers_differ,
+    speaker_and_narrated_agree, speakers_differ,
 )
+from lfcli.pipelines.tasks.corefs.scenes import scene_breaks
 from lfcli.pipelines.tasks.corefs.quotes import is_vocative, quote_spans
 from lfcli.pipelines.tasks.corefs.document import DocumentEntities
 

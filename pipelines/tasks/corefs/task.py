@@ -16,7 +16,8 @@ from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
 from .document import DocumentEntities
 from .speakers import give_quotes
-from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end, scene_breaks
+from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end
+from .scenes import scene_breaks
 from .stories import story_breaks
 from .switches import on
 from ...view.chain_titles import chain_name
