@@ -71,6 +71,7 @@ def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-m", "--model", default="minilm-l6-long-litbank-coref")
     p.add_argument("--books", nargs="*", default=None)
+    p.add_argument("--quick", action="store_true", help="the first listed book only")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     import torch
@@ -82,7 +83,7 @@ def main(argv=None) -> dict:
     results = {"model": args.model, "machine": info, "books": {}}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for book in args.books or list(listed):
+        for book in args.books or list(listed)[: 1 if args.quick else None]:
             text = (folder / book).read_text(encoding="utf-8")
             out = Path(tmp) / "book.jsonl"
             t0 = time.perf_counter()

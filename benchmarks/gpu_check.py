@@ -380,6 +380,7 @@ def summary(results: dict) -> list[str]:
 
 
 STEPS = ("tests", "sync", "attention", "encoder", "train", "embed", "corefs", "start", "cosine")
+QUICK_STEPS = ("sync", "start", "cosine")
 LIMITS = {"tests": 110, "attention": 60, "encoder": 70, "train": 50, "embed": 40, "corefs": 40}
 
 
@@ -389,7 +390,10 @@ def main(argv=None) -> dict:
     p.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
     p.add_argument("--json", default=None, help="write every figure here")
     p.add_argument("--steps", default=",".join(STEPS), help=f"comma-separated subset of {','.join(STEPS)}")
+    p.add_argument("--quick", action="store_true", help=f"the steps {','.join(QUICK_STEPS)} only (about a minute)")
     args = p.parse_args(argv)
+    if args.quick:
+        args.steps = ",".join(QUICK_STEPS)
     if args.prepare:
         prepare(Path(args.shared))
         return {}

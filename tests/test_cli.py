@@ -288,8 +288,8 @@ def test_subprocess_manners(ckpts, docs):
 def test_resume_after_sigkill(ckpts, tmp_path, suffix):
     folder = tmp_path / "many"
     folder.mkdir()
-    for i in range(120):
-        (folder / f"doc{i:03d}.txt").write_text(f"Document number {i}. " + "The court held that the contract was void. " * (i % 7 + 1))
+    for i in range(120):  # 430,000 characters: a job of several chunks (CHUNK_CHARS), so rows reach the output midway
+        (folder / f"doc{i:03d}.txt").write_text(f"Document number {i}. " + "The court held that the contract was void. " * (i % 7 + 1) * 20)
     out = tmp_path / f"out{suffix}"
     args = [sys.executable, "-m", "lfcli", "embed", folder, "-m", ckpts["embed"], "-o", out, "-b", "1", "--row-group-size", "4", "--quiet"]
     proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
