@@ -10,6 +10,7 @@ is right when it is its own article's title. Chance is 1/48 = 2.1%.
     python benchmarks/eval_topics.py                 # 10 paragraphs an article (seeded), both tiers
     python benchmarks/eval_topics.py --per-article 3 --tiers small
     python benchmarks/eval_topics.py --quick         # 2 an article
+    python benchmarks/eval_topics.py --label-prior   # with --label-prior the paragraphs themselves
 """
 
 from __future__ import annotations
@@ -40,13 +41,23 @@ def sample(per_article: int, seed: int = 0) -> tuple[list[dict], list[str]]:
     return docs, titles
 
 
-def accuracy(tier: str, docs: list[dict], titles: list[str], dtype: str) -> tuple[float, float]:
-    """(top-1 accuracy, seconds) of `lfcli.classify` with the tier's model."""
+def accuracy(tier: str, docs: list[dict], titles: list[str], dtype: str, label_prior: bool = False) -> tuple[float, float]:
+    """(top-1 accuracy, seconds) of `lfcli.classify` with the tier's model; with `label_prior`,
+    --label-prior the documents themselves (written to a temporary JSONL)."""
+    import tempfile
+
     import lfcli
 
-    started = time.perf_counter()
-    rows = lfcli.classify([{"id": d["id"], "text": d["text"]} for d in docs], model=tier, labels=titles, dtype=dtype)
-    seconds = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as tmp:
+        prior = {}
+        if label_prior:
+            path = Path(tmp) / "docs.jsonl"
+            path.write_text("".join(json.dumps({"id": d["id"], "text": d["text"]}) + "\n" for d in docs), encoding="utf-8")
+            prior = {"label_prior": str(path)}
+        started = time.perf_counter()
+        rows = lfcli.classify([{"id": d["id"], "text": d["text"]} for d in docs], model=tier, labels=titles, dtype=dtype,
+                              **prior)
+        seconds = time.perf_counter() - started
     right = sum(row.get("label") == doc["label"] for row, doc in zip(rows, docs))
     return right / len(docs), seconds
 
@@ -57,20 +68,22 @@ def main(argv=None) -> dict:
     p.add_argument("--tiers", default="small,base", help="comma-separated: small, base")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--quick", action="store_true", help="2 paragraphs an article")
+    p.add_argument("--label-prior", action="store_true", help="lfcli classify --label-prior the paragraphs themselves")
     args = p.parse_args(argv)
     if not SQUAD.is_file():
         raise SystemExit(f"needs {SQUAD} (../shared/data beside the repository)")
     docs, titles = sample(2 if args.quick else args.per_article)
     info = common.machine_info(common.resolve_device("cpu"))
     print(f"# {info.get('cpu', '?')}, {info['cpu_count']} CPUs, {info['time']}; {len(docs)} SQuAD paragraphs, "
-          f"{len(titles)} article titles as labels (chance {100 / len(titles):.1f}%), {args.dtype}")
+          f"{len(titles)} article titles as labels (chance {100 / len(titles):.1f}%), {args.dtype}"
+          f"{', --label-prior the paragraphs' if args.label_prior else ''}")
     print("| tier | model | accuracy | seconds |")
     print("| --- | --- | ---: | ---: |")
     from lfcli.models.bundled import TIERS
 
     out = {}
     for tier in args.tiers.split(","):
-        acc, seconds = accuracy(tier, docs, titles, args.dtype)
+        acc, seconds = accuracy(tier, docs, titles, args.dtype, args.label_prior)
         out[tier] = {"accuracy": acc, "seconds": seconds, "documents": len(docs)}
         print(f"| {tier} | {TIERS[tier]} | {100 * acc:.1f}% | {seconds:.0f} |")
     return out

@@ -3,7 +3,8 @@
 QATask (task.py) asks the model for start and end logits per window; `best_spans` ranks the
 spans a window allows (`span_rules`, `allowed_spans`) by their margin over the window's
 no-answer score, and `QACandidates` turns the candidates of all windows into each answer's
-`score`, the calibrated probability that it is right (temperature: `qa_temperature`);
+`score`, the calibrated probability that it is right (`qa_calibration`: a temperature, and
+terms that lower the score as a document's windows multiply);
 `distinct_answers` picks the answers a user sees, and `heading_lines` the lines that are none.
 """
 
@@ -253,6 +254,17 @@ def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: i
 # bundled SQuAD model's validation questions T = 1 already had an expected calibration
 # error of 0.04; the old sigmoid of the margin, 0.25).
 #
+# Paragraphs fit T; a whole book is hundreds of windows, each adding a no-answer and 20
+# candidates, so a score could drift as the windows multiply. Two window terms
+# (QACalibration), fitted on whole books (benchmarks/eval_book_qa.py --fit: questions over
+# novels, reported on other novels), correct it where it does: with w windows the no-answer
+# mass is w ** (1 + b) instead of w (b: `window_exponent`), and the temperature T * (1 + g ln w)
+# (g: `window_temperature`). With one window both terms vanish, so a paragraph scores exactly
+# as before; a model whose config.json has no window terms gets b = g = 0, the plain softmax.
+# The bundled models save none: on 88 questions over 11 whole works (53-501 windows) their
+# scores at T were right on average (small: mean 0.49, 47% right; base on 48 of them: 0.64,
+# 65%), and the terms fitted on the fit books came out 0 (small) and b = 0, g = 0.007 (base).
+#
 # The answers a user sees (`distinct_answers`) are distinct and sorted by that score: a span
 # that overlaps a span of larger margin (nested in it, holding it or sharing words with it),
 # or overlaps such a variant of it, is not another answer but a variant of that one, which
@@ -276,6 +288,28 @@ def span_f1(a: tuple[int, int], b: tuple[int, int]) -> float:
     """Token F1 of two spans (first, last token; inclusive)."""
     overlap = min(a[1], b[1]) - max(a[0], b[0]) + 1
     return 0.0 if overlap <= 0 else 2.0 * overlap / (a[1] - a[0] + b[1] - b[0] + 2)
+
+
+@dataclass(frozen=True)
+class QACalibration:
+    """How candidate margins become scores (see the notes above): the temperature T fitted on
+    paragraphs, and the window terms fitted on whole books, b (`window_exponent`: the
+    no-answer mass of w windows is w ** (1 + b)) and g (`window_temperature`: the temperature
+    with w windows is T * (1 + g ln w)). With one window, or b = g = 0, it is the softmax at T."""
+
+    temperature: float = DEFAULT_TEMPERATURE
+    window_exponent: float = 0.0
+    window_temperature: float = 0.0
+
+    def at(self, windows: int) -> tuple[float, float]:
+        """(temperature, log of the no-answer mass) for a document of `windows` windows."""
+        log_w = math.log(max(1, windows))
+        return self.temperature * (1.0 + self.window_temperature * log_w), (1.0 + self.window_exponent) * log_w
+
+
+def as_calibration(calibration: "QACalibration | float") -> QACalibration:
+    """A QACalibration from itself or from a bare temperature (no window terms)."""
+    return calibration if isinstance(calibration, QACalibration) else QACalibration(float(calibration))
 
 
 @dataclass
@@ -305,17 +339,19 @@ class QACandidates:
         out = [self.margins[k] for _, k in self._by_first[lo:hi] if span_f1(self.spans[k], (first, last)) >= NEAR_F1]
         return out if (first, last) in self._known else [*out, margin]
 
-    def probabilities(self, answers: list[tuple[int, int, float]], temperature: float = DEFAULT_TEMPERATURE) -> list[float]:
+    def probabilities(self, answers: list[tuple[int, int, float]],
+                      temperature: QACalibration | float = DEFAULT_TEMPERATURE) -> list[float]:
         """The score of each answer (first token, last token, margin): the softmax mass, at
-        `temperature`, of the candidates within NEAR_F1 of it (itself included, also when
-        it is not among the candidates)."""
-        t = temperature
-        log_z = _logsumexp([m / t for m in self.margins] + [math.log(max(1, self.windows))])  # + a no-answer per window
+        `temperature` (a bare temperature, or a QACalibration with its window terms), of the
+        candidates within NEAR_F1 of it (itself included, also when it is not among the
+        candidates), beside the windows' no-answer mass (w windows: w, or w ** (1 + b))."""
+        t, log_none = as_calibration(temperature).at(self.windows)
+        log_z = _logsumexp([m / t for m in self.margins] + [log_none])  # + a no-answer per window
         return [min(1.0, math.exp(_logsumexp([m / t for m in self.near(a)]) - log_z)) for a in answers]
 
 
-def distinct_answers(spans: list[tuple[int, int, float]], candidates: QACandidates, temperature: float,
-                     text_of, k: int) -> list[tuple[tuple[int, int, float], float]]:
+def distinct_answers(spans: list[tuple[int, int, float]], candidates: QACandidates,
+                     temperature: QACalibration | float, text_of, k: int) -> list[tuple[tuple[int, int, float], float]]:
     """Up to k distinct answers among `spans` (first token, last token, margin; from all
     windows, in any order), each with its score (`QACandidates.probabilities`), best score
     first (ties: larger margin first). Going down the spans by margin, a span that overlaps an
@@ -355,13 +391,34 @@ def distinct_answers(spans: list[tuple[int, int, float]], candidates: QACandidat
 
 def qa_temperature(config) -> float:
     """The temperature a QA model's config.json saves (lfcli.qa_calibration), else 1."""
+    return qa_calibration(config).temperature
+
+
+WINDOW_TERMS = ("window_exponent", "window_temperature")
+WINDOW_TERM_RANGE = (0.0, 10.0)
+
+
+def qa_calibration(config) -> QACalibration:
+    """The calibration a QA model's config.json saves (lfcli.qa_calibration: its temperature
+    and, when fitted on whole books, its window terms), else temperature 1 without window
+    terms. A calibration this lfcli cannot read is said on stderr and left out."""
     saved = ((getattr(config, "extra", None) or {}).get("lfcli") or {}).get("qa_calibration")
     if saved is None:
-        return DEFAULT_TEMPERATURE
+        return QACalibration()
     method = saved.get("method") if isinstance(saved, dict) else None
     t = saved.get("temperature") if isinstance(saved, dict) else None
-    if method != CALIBRATION_METHOD or isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < math.inf:
+    if method != CALIBRATION_METHOD or not _number(t) or not 0 < t < math.inf:
         note(f"the model's lfcli.qa_calibration ({method or saved!r}) is not one this lfcli reads "
              f"(method {CALIBRATION_METHOD!r}, a positive temperature); QA scores use temperature {DEFAULT_TEMPERATURE:g}")
-        return DEFAULT_TEMPERATURE
-    return float(t)
+        return QACalibration()
+    terms = {name: saved.get(name, 0.0) for name in WINDOW_TERMS}
+    bad = [name for name, v in terms.items() if not _number(v) or not WINDOW_TERM_RANGE[0] <= v <= WINDOW_TERM_RANGE[1]]
+    if bad:
+        note(f"the model's lfcli.qa_calibration has {bad[0]} {terms[bad[0]]!r}, not a number in "
+             f"[{WINDOW_TERM_RANGE[0]:g}, {WINDOW_TERM_RANGE[1]:g}]; QA scores leave the window terms out")
+        return QACalibration(float(t))
+    return QACalibration(float(t), *(float(terms[name]) for name in WINDOW_TERMS))
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

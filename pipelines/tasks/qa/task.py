@@ -10,8 +10,8 @@ import math
 import pyarrow as pa
 
 from ...errors import InputError
-from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACandidates, answer_text, asks_for_heading,
-                      best_spans, distinct_answers, qa_temperature, span_rules)
+from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACalibration, QACandidates, answer_text,
+                      asks_for_heading, best_spans, distinct_answers, qa_calibration, span_rules)
 from ...infer.tasks import Task, document_windows
 
 
@@ -32,10 +32,19 @@ class QATask(Task):
                  temperature: float = DEFAULT_TEMPERATURE):
         super().__init__(tokenizer, policy)
         self.question, self.top_k, self.max_answer_tokens = question, top_k, max_answer_tokens
-        self.temperature = temperature
+        self.calibration = QACalibration(temperature)
+
+    @property
+    def temperature(self) -> float:
+        """The scores' temperature on one window (the calibration's; its window terms apart)."""
+        return self.calibration.temperature
+
+    @temperature.setter
+    def temperature(self, t: float) -> None:
+        self.calibration = QACalibration(t, self.calibration.window_exponent, self.calibration.window_temperature)
 
     def setup(self, model, run_batch):
-        self.temperature = qa_temperature(model.config)
+        self.calibration = qa_calibration(model.config)
 
     def prepare(self, doc_index, doc):
         question = self.question or doc.fields.get("question")
@@ -82,7 +91,7 @@ class QATask(Task):
         first, among the spans all windows propose (`distinct_answers`)."""
         offsets, text = prepared.encoded.offsets, prepared.extra["text"]
         spans = [(ts, te, margin) for window in results for margin, ts, te in window]
-        return distinct_answers(spans, self.candidates(results), self.temperature,
+        return distinct_answers(spans, self.candidates(results), self.calibration,
                                 lambda s: text[offsets[s[0]][0]:offsets[s[1]][1]], self.top_k)
 
     def ranked(self, prepared, results) -> list[tuple[int, int, float]]:

@@ -23,6 +23,10 @@ right", token F1 >= 0.5 with a gold answer), and the evaluation reports the scor
 calibration error and AUROC at that temperature. The model saved with an evaluation carries
 its temperature in config.json (lfcli.qa_calibration), which `lfcli qa` reads. These are
 validation figures: the same questions fitted the temperature and chose the saved model.
+Whole books are another matter (hundreds of windows): `fit_window_terms` fits the terms that
+lower the score as a document's windows multiply (answers.QACalibration) on questions over
+whole books, and `save_window_terms` adds them to lfcli.qa_calibration
+(benchmarks/eval_book_qa.py --fit --save-calibration).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from ...io.readers import Document, iter_documents
 from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ...wording import plural
 from . import MAX_EVAL, NEGATIVES, TRAIN_MAX_LENGTH
-from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, QACandidates
+from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, WINDOW_TERM_RANGE, QACalibration, QACandidates
 from .task import QATask
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
@@ -318,13 +322,79 @@ def auroc(scores: list[float], right: list[bool]) -> float | None:
     return (rank_sum - n_right * (n_right + 1) / 2) / (n_right * n_wrong)
 
 
-def _log_loss(cases, right, temperature: float) -> float:
-    """Mean log loss of "right" under the top answers' scores at `temperature`."""
+def _log_loss(cases, right, temperature: QACalibration | float) -> float:
+    """Mean log loss of "right" under the top answers' scores at `temperature` (a bare
+    temperature or a QACalibration)."""
     total = 0.0
     for (candidates, answer), y in zip(cases, right):
         p = min(max(candidates.probabilities([answer], temperature)[0], 1e-12), 1 - 1e-12)
         total -= math.log(p if y else 1.0 - p)
     return total / max(1, len(cases))
+
+
+def _golden(f, lo: float, hi: float, tol: float = 1e-3) -> tuple[float, float]:
+    """(x, f(x)) at the least f on [lo, hi] by golden-section search (f unimodal there)."""
+    g = (math.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    fa, fb = f(a), f(b)
+    while hi - lo > tol:
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - g * (hi - lo)
+            fa = f(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = f(b)
+    x = (lo + hi) / 2
+    return x, f(x)
+
+
+WINDOW_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+
+
+def fit_window_terms(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],
+                     temperature: float = DEFAULT_TEMPERATURE, bounds: tuple[float, float] = WINDOW_TERM_RANGE) -> QACalibration:
+    """The window terms (answers.QACalibration: window_exponent b, window_temperature g, each
+    within `bounds`) whose scores of the answers `cases` give the least log loss of `right`, the
+    one-window temperature kept at `temperature` (fitted on paragraphs): the best point of a
+    grid, then golden-section searches along each term in turn until neither moves. Fit on
+    documents of many windows (whole books): with one window the terms change nothing. With
+    fewer than MIN_CALIBRATION_QUESTIONS questions, or without both right and wrong answers,
+    no terms (b = g = 0)."""
+    if len(cases) < MIN_CALIBRATION_QUESTIONS or all(right) or not any(right):
+        return QACalibration(temperature)
+
+    def loss(b: float, g: float) -> float:
+        return _log_loss(cases, right, QACalibration(temperature, b, g))
+
+    grid = [x for x in WINDOW_GRID if bounds[0] <= x <= bounds[1]] or [bounds[0]]
+    best = min(((loss(b, g), b, g) for b in grid for g in grid))
+    value, b, g = best
+    for _ in range(6):
+        moved = False
+        b_new, value_b = _golden(lambda x: loss(x, g), max(bounds[0], b - 2.0), min(bounds[1], b + 2.0))
+        if value_b < value - 1e-9:
+            b, value, moved = b_new, value_b, True
+        g_new, value_g = _golden(lambda x: loss(b, x), max(bounds[0], g - 2.0), min(bounds[1], g + 2.0))
+        if value_g < value - 1e-9:
+            g, value, moved = g_new, value_g, True
+        if not moved:
+            break
+    return QACalibration(temperature, round(b, 4), round(g, 4))
+
+
+def save_window_terms(folder: Path, calibration: QACalibration, fitted_on: str) -> Path:
+    """Write `calibration`'s window terms into folder/config.json's lfcli.qa_calibration (its
+    temperature and other keys untouched; written as LongformerConfig writes it)."""
+    path = Path(folder) / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    block = config.setdefault("lfcli", {}).setdefault("qa_calibration", {"method": CALIBRATION_METHOD,
+                                                                          "temperature": calibration.temperature})
+    block.update({"window_exponent": calibration.window_exponent, "window_temperature": calibration.window_temperature,
+                  "windows_fitted_on": fitted_on})
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
 
 
 def fit_temperature(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],

@@ -1,0 +1,343 @@
+"""Quality: extractive QA over whole novels, and how far its score can be trusted there.
+
+The questions are benchmarks/book_qa.json: 88 questions over 11 whole public-domain works of
+fiction, 8 novels and novellas and 3 short works (LitBank's original Project Gutenberg texts,
+read from ../shared/data/litbank/original; no book text is kept in the repository), each with
+answers written as they stand in the book (checked here, white space collapsed as `lfcli qa`
+writes answers). None is one of the novels held out from this project's work. Every question
+is asked of its whole book, decoded exactly as `lfcli qa BOOK -q QUESTION` decodes (256-token
+windows: 40-500 a book);
+`--check-cli N` runs that command on N questions and checks its answer and score.
+
+An answer is right when its SQuAD token F1 with one of the gold answers is at least 0.5 (as
+for the score's calibration on paragraphs, train.qa.RIGHT_F1). Reported: top-1 accuracy,
+and the score as a probability that the answer is right: ECE (10 equal-width bins) and AUROC.
+
+The books are split in two (book_qa.json's "split"): `--fit` fits the score's window terms
+(answers.QACalibration: how the no-answer mass and the temperature grow with the number of
+windows; the paragraph temperature stays, so a one-window document scores as before) on the
+"fit" books' questions only, and the figures are reported on the "report" books, which no
+fit saw. `--save-calibration` writes the fitted terms into the model folder's config.json
+(lfcli.qa_calibration), which `lfcli qa` reads.
+
+The model's answers and candidates are cached (`--cache FILE`, JSON: margins and spans, no
+book text), so a refit does not rerun the model.
+
+    python benchmarks/eval_book_qa.py --cache /tmp/book_qa_small.json            # small tier, all 88
+    python benchmarks/eval_book_qa.py --cache /tmp/book_qa_small.json --fit --save-calibration
+    python benchmarks/eval_book_qa.py -m base --books 208,219 --cache /tmp/book_qa_base.json
+    python benchmarks/eval_book_qa.py --quick --fit      # 4 questions over Bartleby and Daisy Miller
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+QUESTIONS = HERE / "book_qa.json"
+BOOKS = "litbank/original"
+
+
+def load_questions(path: Path = QUESTIONS, books_dir: Path | None = None, only: list[str] | None = None):
+    """(questions, books {file: {title, split}}), each answer checked against its book (white
+    space collapsed). `only`: book file name prefixes to keep ("208", "219_heart")."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    books = data["books"]
+    questions = [q for q in data["questions"] if not only or any(q["book"].startswith(p) for p in only)]
+    if books_dir is not None:
+        for book in sorted({q["book"] for q in questions}):
+            text = " ".join((books_dir / book).read_text(encoding="utf-8").split())
+            for q in (q for q in questions if q["book"] == book):
+                missing = [a for a in q["answers"] if a not in text]
+                if missing:
+                    raise SystemExit(f"{q['id']}: answer {missing[0]!r} is not in {book}")
+    return questions, books
+
+
+def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, say=print) -> dict:
+    """Question id -> case: the top answer, whether it is right, the document's candidates
+    (spans, margins, windows) and the answer's (first, last, margin), decoded as `lfcli qa`."""
+    import torch
+
+    import lfcli
+    from lfcli.pipelines.eval.metrics import squad_f1
+    from lfcli.pipelines.tasks.qa.train import QARecord, RIGHT_F1, predict_cases
+
+    pipe = lfcli.Pipeline("qa", model=model, dtype=dtype)
+    out = {"model": model, "folder": str(pipe.folder), "dtype": str(next(pipe.model.parameters()).dtype),
+           "max_length": pipe.max_length, "cases": {}}
+    for book in dict.fromkeys(q["book"] for q in questions):
+        text = (books_dir / book).read_text(encoding="utf-8")
+        records = [QARecord(q["id"], text, q["question"], [{"text": a, "answer_start": -1} for a in q["answers"]])
+                   for q in questions if q["book"] == book]
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            cases = predict_cases(pipe.model, pipe.task, records, pipe.model.config.pad_token_id)
+        seconds = time.perf_counter() - t0
+        for r in records:
+            answer, cands, top = cases[r.id]
+            answer = " ".join(answer.split())
+            f1 = squad_f1(answer, [a["text"] for a in r.answers])
+            out["cases"][r.id] = {"book": book, "answer": answer, "f1": f1, "right": f1 >= RIGHT_F1,
+                                  "windows": cands.windows, "spans": [list(s) for s in cands.spans],
+                                  "margins": [round(m, 4) for m in cands.margins], "top": list(top)}
+        say(f"{book}: {len(records)} questions, {cands.windows} windows, {seconds:.0f} s", file=sys.stderr)
+    return out
+
+
+def run_squad(pipe_model: str, dtype: str, article_questions: int, paragraph_questions: int | None, say=print) -> dict:
+    """Cases (as run_model's) of SQuAD validation questions (the articles `lfcli finetune qa`
+    held out, eval_qa.py's): each asked of its paragraph, and the first ones of each article
+    also of the whole article, so that the window terms are seen not to harm 1-40 windows."""
+    import torch
+
+    import eval_qa
+    import lfcli
+    from lfcli.pipelines.eval.metrics import squad_f1
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, predict_cases, read_squad_json, split_by_article
+
+    records, _ = read_squad_json(common.shared_data_dir() / eval_qa.SQUAD)
+    _, validation = split_by_article(records, 0.1, 0)
+    paragraph = validation[:paragraph_questions] if paragraph_questions else validation
+    articles = eval_qa.article_records(validation)
+    per_article = max(1, article_questions // max(1, len(articles)))
+    whole = [r for _, recs in articles.values() for r in recs[:per_article]] if article_questions else []
+    pipe = lfcli.Pipeline("qa", model=pipe_model, dtype=dtype)
+    out = {}
+    for part, recs in (("paragraph", paragraph), ("article", whole)):
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            cases = predict_cases(pipe.model, pipe.task, recs, pipe.model.config.pad_token_id)
+        for r in recs:
+            answer, cands, top = cases[r.id]
+            f1 = squad_f1(answer, [a["text"] for a in r.answers])
+            out[f"{part}/{r.id}"] = {"book": part, "answer": answer, "f1": f1, "right": f1 >= RIGHT_F1,
+                                     "windows": cands.windows, "spans": [list(x) for x in cands.spans],
+                                     "margins": [round(m, 4) for m in cands.margins], "top": list(top)}
+        say(f"SQuAD {part}: {len(recs)} questions, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return out
+
+
+def cases_of(cache: dict, ids: list[str]):
+    """[(QACandidates, top answer)], [right], [windows] for the question ids in the cache."""
+    from lfcli.pipelines.tasks.qa.answers import QACandidates
+
+    cases, right, windows = [], [], []
+    for i in ids:
+        c = cache["cases"][i]
+        cases.append((QACandidates([tuple(s) for s in c["spans"]], c["margins"], c["windows"]), tuple(c["top"])))
+        right.append(bool(c["right"]))
+        windows.append(c["windows"])
+    return cases, right, windows
+
+
+def ece_floor(scores: list[float], draws: int = 300, seed: int = 0) -> float:
+    """The ECE that scores which are exactly right would still show on this many questions:
+    the mean ECE of outcomes drawn with the scores' own probabilities (seeded). 10 bins over a
+    few dozen questions are noisy; an ECE near this floor is as good as these questions tell."""
+    import random
+
+    from lfcli.pipelines.tasks.qa.train import expected_calibration_error
+
+    rng = random.Random(seed)
+    return sum(expected_calibration_error(scores, [rng.random() < p for p in scores]) for _ in range(draws)) / draws
+
+
+def figures(cases, right, calibration=None, scores=None) -> dict:
+    from lfcli.pipelines.tasks.qa.train import auroc, expected_calibration_error
+
+    if scores is None:
+        scores = [c.probabilities([a], calibration)[0] for c, a in cases]
+    return {"questions": len(scores), "accuracy": sum(right) / max(1, len(right)),
+            "mean_score": sum(scores) / max(1, len(scores)), "ece": expected_calibration_error(scores, right),
+            "ece_floor": ece_floor(scores), "auroc": auroc(scores, right),
+            "max_wrong_score": max((s for s, y in zip(scores, right) if not y), default=None)}
+
+
+def leave_one_book_out(cache: dict, ids: list[str], temperature: float) -> tuple[list[float], list[bool], dict]:
+    """Each book's scores with window terms fitted on all the other books' questions: the
+    out-of-sample scores of a fit on every book, pooled (more questions than the report half)."""
+    from lfcli.pipelines.tasks.qa.train import fit_window_terms
+
+    scores, right, fits = [], [], {}
+    for book in dict.fromkeys(cache["cases"][i]["book"] for i in ids):
+        train = [i for i in ids if cache["cases"][i]["book"] != book]
+        test = [i for i in ids if cache["cases"][i]["book"] == book]
+        cases, y, _ = cases_of(cache, train)
+        fits[book] = fit_window_terms(cases, y, temperature)
+        cases, y, _ = cases_of(cache, test)
+        scores += [c.probabilities([a], fits[book])[0] for c, a in cases]
+        right += y
+    return scores, right, {b: vars(f) for b, f in fits.items()}
+
+
+def _row(name: str, f: dict) -> str:
+    auroc = "n/a" if f["auroc"] is None else f"{f['auroc']:.3f}"
+    worst = "n/a" if f["max_wrong_score"] is None else f"{f['max_wrong_score']:.3f}"
+    return (f"| {name} | {f['questions']} | {100 * f['accuracy']:.1f}% | {f['mean_score']:.3f} | {f['ece']:.3f} | "
+            f"{f['ece_floor']:.3f} | {auroc} | {worst} |")
+
+
+def check_cli(model: str, dtype: str, questions: list[dict], cache: dict, books_dir: Path, n: int) -> float:
+    """Run `lfcli qa BOOK -q QUESTION` on n questions; the largest |score - the cache's
+    score| (the answers must be the same)."""
+    from lfcli.pipelines.tasks.qa.answers import qa_calibration
+    from lfcli.models import LongformerConfig
+
+    config = LongformerConfig.from_json_file(Path(cache["folder"]) / "config.json")
+    calibration = qa_calibration(config)
+    worst = 0.0
+    for q in questions[:n]:
+        run = subprocess.run(["lfcli", "qa", str(books_dir / q["book"]), "-q", q["question"], "-m", model, "--dtype", dtype,
+                              "--quiet"], capture_output=True, text=True, check=True)
+        row = json.loads(run.stdout)
+        [(candidates, top)], _, _ = cases_of(cache, [q["id"]])
+        ours = candidates.probabilities([top], calibration)[0]
+        if " ".join(row["answer"].split()) != cache["cases"][q["id"]]["answer"]:
+            raise SystemExit(f"{q['id']}: lfcli qa answered {row['answer']!r}, the benchmark {cache['cases'][q['id']]['answer']!r}")
+        worst = max(worst, abs(row["score"] - ours))
+        print(f"check {q['id']}: lfcli qa -> {row['answer']!r} {row['score']:.4f} (benchmark {ours:.4f})")
+    return worst
+
+
+def per_book_and_question(cache: dict, questions: list[dict], books: dict, saved, results: dict) -> None:
+    """Each book's and each question's figures into `results`, and one line of books printed."""
+    per_book = {}
+    for book in dict.fromkeys(q["book"] for q in questions):
+        ids = [q["id"] for q in questions if q["book"] == book]
+        per_book[book] = {"split": books[book]["split"], "questions": len(ids),
+                          "windows": cache["cases"][ids[0]]["windows"],
+                          "right": sum(cache["cases"][i]["right"] for i in ids)}
+    results["books"] = per_book
+    results["questions"] = {}
+    for q in questions:
+        [(candidates, top)], _, _ = cases_of(cache, [q["id"]])
+        c = cache["cases"][q["id"]]
+        results["questions"][q["id"]] = {"answer": c["answer"], "f1": round(c["f1"], 3), "right": c["right"],
+                                         "windows": c["windows"], "score": round(candidates.probabilities([top], saved)[0], 4)}
+    print("books: " + "; ".join(f"{b.split('_', 1)[1][:-4]} ({v['split']}, {v['windows']} windows) {v['right']}/{v['questions']}"
+                                for b, v in per_book.items()))
+
+
+def squad_rows(cache: dict, calibrations: dict, results: dict) -> None:
+    """The SQuAD questions' figures (paragraph and whole-article), when the cache has them."""
+    squad = cache.get("squad_cases") or {}
+    for part in ("paragraph", "article"):
+        ids = [k for k in squad if k.startswith(part + "/")]
+        if ids:
+            view = {"cases": squad}
+            for name, cal in calibrations.items():
+                f = results["figures"][f"{name} / SQuAD {part}"] = figures(*cases_of(view, ids)[:2], cal)
+                windows = [squad[i]["windows"] for i in ids]
+                print(_row(f"{name} / SQuAD {part}s ({min(windows)}-{max(windows)} windows)", f))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-m", "--model", default="small", help="a tier (small, base), a bundled name or a QA model folder")
+    p.add_argument("--dtype", default="auto", help="as lfcli qa --dtype")
+    p.add_argument("--books", default=None, help="comma-separated book file prefixes (default: all)")
+    p.add_argument("--cache", default=None, help="JSON of the model's answers and candidates: read if there, else written")
+    p.add_argument("--fit", action="store_true", help="fit the window terms on the fit books, report on the others")
+    p.add_argument("--save-calibration", action="store_true", help="with --fit: write the terms into the model's config.json")
+    p.add_argument("--lobo", action="store_true",
+                   help="also leave one book out: each book scored with terms fitted on all the others, pooled")
+    p.add_argument("--check-cli", type=int, default=0, metavar="N", help="run `lfcli qa BOOK -q` on N questions and compare")
+    p.add_argument("--quick", action="store_true", help="two questions of each of two short books, one fit, one report")
+    p.add_argument("--squad", type=int, default=0, metavar="N",
+                   help="also N SQuAD validation questions asked of their whole articles, and the paragraph questions "
+                        "(all 741, or --squad-paragraphs): the window terms must not harm them")
+    p.add_argument("--squad-paragraphs", type=int, default=None, metavar="N", help="with --squad: N paragraph questions")
+    p.add_argument("--json", default=None, help="write the figures as JSON")
+    return p
+
+
+def main(argv=None) -> dict:
+    p = parser()
+    args = p.parse_args(argv)
+    if args.save_calibration and not args.fit:
+        p.error("--save-calibration needs --fit")
+    books_dir = common.shared_data_dir() / BOOKS
+    if not books_dir.is_dir():
+        raise SystemExit(f"{books_dir}: missing (the novels live in ../shared/data)")
+    if args.quick:
+        args.books = args.books or "11231,208"
+    questions, books = load_questions(QUESTIONS, books_dir, args.books.split(",") if args.books else None)
+    if args.quick:
+        questions = [q for q in questions if int(q["id"].rsplit("-", 1)[1]) <= 2]
+    cache_path = Path(args.cache) if args.cache else None
+    if cache_path and cache_path.is_file():
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+        questions = [q for q in questions if q["id"] in cache["cases"]]
+    else:
+        cache = run_model(args.model, args.dtype, questions, books_dir)
+        if cache_path:
+            cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
+    if args.squad and "squad_cases" not in cache:
+        cache["squad_cases"] = run_squad(args.model, args.dtype, args.squad, args.squad_paragraphs)
+        if cache_path:
+            cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
+    from lfcli.models import LongformerConfig
+    from lfcli.pipelines.tasks.qa.answers import QACalibration, qa_calibration
+    from lfcli.pipelines.tasks.qa.train import fit_window_terms
+
+    config = LongformerConfig.from_json_file(Path(cache["folder"]) / "config.json")
+    saved = qa_calibration(config)
+    paragraph = QACalibration(saved.temperature)  # the paragraph fit alone, without window terms
+    info = common.machine_info(common.resolve_device("cpu"))
+    print(f"# {cache['model']} ({cache['dtype']}), {info.get('cpu', '?')}, {info['time']}; {len(questions)} questions "
+          f"over {len({q['book'] for q in questions})} whole novels, windows of {cache['max_length']} tokens")
+    split = {s: [q["id"] for q in questions if books[q["book"]]["split"] == s] for s in ("fit", "report")}
+    results = {"model": cache["model"], "dtype": cache["dtype"], "machine": info, "saved": vars(saved), "figures": {}}
+    header = ("| calibration, questions | n | top-1 right | mean score | ECE | ECE floor | AUROC | highest wrong score |\n"
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(header)
+    calibrations = {"paragraph temperature only": paragraph, "saved in config.json": saved}
+    if args.fit:
+        cases, right, _ = cases_of(cache, split["fit"])
+        fitted = fit_window_terms(cases, right, saved.temperature)
+        calibrations["fitted on the fit books"] = fitted
+        results["fitted"] = vars(fitted)
+    for name, cal in calibrations.items():
+        for part in ("fit", "report"):
+            if split[part]:
+                f = results["figures"][f"{name} / {part}"] = figures(*cases_of(cache, split[part])[:2], cal)
+                print(_row(f"{name} / {part} books", f))
+    if args.lobo:
+        everything = [q["id"] for q in questions]
+        scores, right, fits = leave_one_book_out(cache, everything, saved.temperature)
+        f = results["figures"]["leave one book out / all books"] = figures(None, right, scores=scores)
+        results["leave_one_book_out_fits"] = fits
+        _, plain_right, _ = cases_of(cache, everything)
+        f0 = results["figures"]["paragraph temperature only / all books"] = figures(*cases_of(cache, everything)[:2], paragraph)
+        print(_row("paragraph temperature only / all books", f0))
+        print(_row("each book with terms fitted on the other books / all books", f))
+    squad_rows(cache, calibrations, results)
+    per_book_and_question(cache, questions, books, saved, results)
+    if args.fit and args.save_calibration:
+        from lfcli.pipelines.tasks.qa.train import save_window_terms
+
+        fit_books = sorted({q["book"] for q in questions if q["id"] in split["fit"]})
+        path = save_window_terms(Path(cache["folder"]), calibrations["fitted on the fit books"],
+                                 f"benchmarks/book_qa.json: the {len(split['fit'])} questions of {fit_books} "
+                                 f"(benchmarks/eval_book_qa.py --fit, dtype {cache['dtype']})")
+        print(f"saved in {path}", file=sys.stderr)
+    if args.check_cli:
+        worst = check_cli(args.model, args.dtype, questions, cache, books_dir, args.check_cli)
+        results["cli_max_abs_diff"] = worst
+        print(f"lfcli qa gives the same answers; scores within {worst:.1e}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    return results
+
+
+if __name__ == "__main__":
+    main()
