@@ -220,9 +220,15 @@ def step_sync(models: dict, device) -> dict:
 
 
 def step_attention(json_path: Path, limit: float) -> dict:
-    cmd = [sys.executable, "benchmarks/attention.py", "--device", "cuda", "--sizes", "4096,16384", "--dtypes", "bf16",
-           "--impls", "lfcli,sdpa_dense,flex", "--memory", "none", "--json", str(json_path)]
-    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=limit)
+    return run_benchmark(["benchmarks/attention.py", "--device", "cuda", "--sizes", "4096,16384", "--dtypes", "bf16",
+                          "--impls", "lfcli,sdpa_dense,flex", "--memory", "none"], json_path, limit)
+
+
+def run_benchmark(args: list[str], json_path: Path, limit: float) -> dict:
+    """One of the repository's benchmark scripts in a process of its own: its exit code, the
+    end of its output and the JSON it wrote."""
+    run = subprocess.run([sys.executable, *args, "--json", str(json_path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=limit)
     result = json.loads(json_path.read_text()) if json_path.exists() else {}
     return {"returncode": run.returncode, "tail": run.stdout[-2500:], "stderr": run.stderr[-800:], "json": result}
 
@@ -273,11 +279,8 @@ def step_encoder(models: dict, device, limit: float) -> dict:
 
 
 def step_train(json_path: Path, limit: float) -> dict:
-    cmd = [sys.executable, "benchmarks/train_speed.py", "--device", "cuda", "--models", "base", "--dtypes", "bf16",
-           "--modes", "full", "--cases", "4096x1,512x8", "--json", str(json_path)]
-    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=limit)
-    result = json.loads(json_path.read_text()) if json_path.exists() else {}
-    return {"returncode": run.returncode, "tail": run.stdout[-2500:], "stderr": run.stderr[-800:], "json": result}
+    return run_benchmark(["benchmarks/train_speed.py", "--device", "cuda", "--models", "base", "--dtypes", "bf16",
+                          "--modes", "full", "--cases", "4096x1,512x8"], json_path, limit)
 
 
 def lfcli_run(args: list[str], limit: float) -> dict:

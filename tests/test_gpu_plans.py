@@ -72,8 +72,10 @@ def test_a_global_on_padding_counted_on_the_host_changes_nothing():
     spare[1, [33, 35, 38]] = 1  # on padding: 4 counted for sample 1 where 1 is real
     with torch.no_grad():
         plain, padded = model(ids, attention, glob), model(ids, attention, spare)
-    # the same to fp32 rounding (the column merge runs over 4 slots instead of 2)
-    assert (plain - padded).abs().max() < 1e-6
+    # the same to fp32 rounding: the column merge runs over 4 slots instead of 2, a few
+    # roundings per layer of values of order 1 (2 layers), whatever the CPU's kernels
+    eps = torch.finfo(torch.float32).eps
+    assert (plain - padded).abs().max() <= 16 * config.num_hidden_layers * eps * plain.abs().max()
 
 
 # -- the pipeline -------------------------------------------------------------------------------
