@@ -482,18 +482,19 @@ def test_a_title_is_no_part_of_whose_name_it_is():
     ("Captain Flint", "Captain Smollett", False),
 ])
 def test_a_name_within_a_full_name_leaves_its_titles_out(part, full, within):
-    from lfcli.pipelines.tasks.corefs.document import _name_within
-    assert _name_within(name(part), name(full)) is within
+    from lfcli.pipelines.tasks.corefs.full_names import name_within
+    assert name_within(name(part), name(full)) is within
 
 
 def test_full_names_of_one_person_but_for_titles_pick_the_biggest_holder():
     """"Trelawney" fits the squire's "Squire Trelawney" and a small chain's "John Trelawney":
     one man, so the name goes to the bigger. "Charlotte Lucas" and "Maria Lucas" are two."""
-    from lfcli.pipelines.tasks.corefs.document import _Entity, _one_person
-    squire, john = _Entity([(k, k) for k in range(30)]), _Entity([(40, 40), (41, 41)])
+    from lfcli.pipelines.tasks.corefs.chains import Entity
+    from lfcli.pipelines.tasks.corefs.full_names import one_person
+    squire, john = Entity([(k, k) for k in range(30)]), Entity([(40, 40), (41, 41)])
     found = {1: squire, 2: john}
-    assert _one_person(found, {1: {name("Squire Trelawney").words}, 2: {name("John Trelawney").words}}) == {1: squire}
-    assert _one_person(found, {1: {name("Charlotte Lucas").words}, 2: {name("Maria Lucas").words}}) == {}
+    assert one_person(found, {1: {name("Squire Trelawney").words}, 2: {name("John Trelawney").words}}) == {1: squire}
+    assert one_person(found, {1: {name("Charlotte Lucas").words}, 2: {name("Maria Lucas").words}}) == {}
 
 
 @pytest.mark.parametrize("again, chains", [(2, 1), (1, 2)])

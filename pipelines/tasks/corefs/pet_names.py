@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
+from .chains import Entity, Joining, absorb, alive
 from .entities import TITLES
 
 
@@ -43,11 +44,10 @@ def named_apart(text: str, a: str, b: str) -> bool:
                      rf"[^.!?\n]{{0,12}}\b{a}\b", text) is not None
 
 
-def join_pet_names(doc, entities: list, absorb) -> list:
-    """The pass over a document's entities (document.DocumentEntities `doc`, its alive
-    `entities`; `absorb(into, other)` joins two): see the module's notes. Returns the
-    entities left."""
-    named = [(e, doc._dominant_name(e)) for e in entities if e.into is None]
+def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
+    """Pass `pet_names` over a document's alive `entities` (document.DocumentEntities `doc`):
+    see the module's notes. Returns the entities left."""
+    named = [(e, doc.dominant_name(e)) for e in entities if e.into is None]
     for e, name in sorted(named, key=lambda en: len(en[0].mentions)):
         if e.into is not None or name is None or len(name.words - TITLES) != 1:
             continue
@@ -66,8 +66,8 @@ def join_pet_names(doc, entities: list, absorb) -> list:
             continue
         (o, full), = holders
         o = o.final()
-        if o is e or named_apart(doc.reader.text, word, full) or not doc._compatible(o, e, names=False):
+        if o is e or named_apart(doc.reader.text, word, full) or not doc.compatible(o, e, names=False):
             continue
         into, other = (o, e) if len(o.mentions) >= len(e.mentions) else (e, o)
         absorb(into, other)
-    return [e for e in entities if e.into is None and e.mentions]
+    return alive(entities)

@@ -4,17 +4,18 @@ Every pass is on. `LFCLI_COREF_OFF=pass,pass` turns the named ones off, for a be
 figure of one pass on the same build (benchmarks/coref_books.py and coref_narrators_many.py
 pass the environment to the lfcli they run):
 
+  same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases
+                    the name passes, in the order they run (name_passes.py)
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
-  pet_names         a diminutive joins its full given name (pet_names.py)
   sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
-  addressed_titles  "my lady", "her ladyship" join the book's one Lady (title_nouns.py)
 """
 
 from __future__ import annotations
 
 import os
 
-PASSES = ("headed_sections", "pet_names", "sentence_ends", "addressed_titles")
+NAME_PASSES = ("same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 

@@ -11,13 +11,15 @@ Dalrymple"), a chain that holds a name, or across genders and pronouns.
 
 from __future__ import annotations
 
+from .chains import Entity, Joining, absorb, alive
 
-def join_addressed_titles(doc, entities: list, absorb) -> list:
-    """The pass over a document's alive `entities` (document.DocumentEntities `doc`;
-    `absorb(into, other)` joins two). Returns the entities left."""
+
+def join_addressed_titles(doc, entities: list[Entity], state: Joining) -> list[Entity]:
+    """Pass `addressed_titles` over a document's alive `entities` (document.DocumentEntities
+    `doc`). Returns the entities left."""
     holders: dict[str, dict[frozenset, list]] = {}  # address -> the names carrying it -> their entities
     for e in entities:
-        name = doc._dominant_name(e)
+        name = doc.dominant_name(e)
         if name is not None and name.address in ("lady", "lord"):
             holders.setdefault(name.address, {}).setdefault(name.words, []).append(e)
     for e in entities:
@@ -28,8 +30,8 @@ def join_addressed_titles(doc, entities: list, absorb) -> list:
         if len(named) != 1:
             continue
         (group,) = named.values()
-        alive = [o.final() for o in group]
-        into = max(alive, key=lambda o: len(o.mentions))
+        finals = [o.final() for o in group]
+        into = max(finals, key=lambda o: len(o.mentions))
         if into is not e and into.profile.compatible(e.profile, same_name=True, names=False):
             absorb(into, e)
-    return [e for e in entities if e.into is None and e.mentions]
+    return alive(entities)

@@ -1,0 +1,53 @@
+"""A document's entity while its windows' chains are joined (Entity), and what the name passes
+share as they run (Joining).
+
+An entity is a growing list of mentions and the Profile of what they say (entities.Profile).
+Joining two moves the mentions of one into the other and leaves a pointer behind (`into`), so
+that a pass holding an old reference finds the entity it now lives in (`final`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .entities import Profile
+
+Span = tuple[int, int]  # a mention's first and last token (document positions)
+
+
+class Entity:
+    __slots__ = ("mentions", "profile", "into")
+
+    def __init__(self, mentions: list[Span] = (), profile: Profile | None = None):
+        self.mentions: list[Span] = list(mentions)
+        self.profile = profile or Profile()
+        self.into: Entity | None = None  # the entity that absorbed it (absorb)
+
+    def final(self) -> "Entity":
+        e = self
+        while e.into is not None:
+            e = e.into
+        return e
+
+
+def absorb(into: Entity, other: Entity) -> None:
+    """`other`'s mentions and profile into `into`; `other` then points at it."""
+    into.mentions = sorted(into.mentions + other.mentions)
+    into.profile.update(other.profile)
+    other.into = into
+
+
+def alive(entities: list[Entity]) -> list[Entity]:
+    """The entities not absorbed into another and not emptied by a lent name."""
+    return [e for e in entities if e.into is None and e.mentions]
+
+
+@dataclass
+class Joining:
+    """What the name passes share: `by_name`, the entities grouped by the words of their most
+    frequent name when the passes begin (same_names.py fills it), and `lent`, the entities that
+    gave their mentions of their name to another (DocumentEntities.lend_name): they are no
+    longer of that name, so no later pass joins them by it."""
+
+    by_name: dict[frozenset, list[Entity]] = field(default_factory=dict)
+    lent: set[int] = field(default_factory=set)  # id() of the entities

@@ -1,0 +1,107 @@
+"""Pass `full_names`: a name joins the one entity holding a full name it is a part of.
+
+"Hawkins" and the "Jim Hawkins" of Jim's chain, "Trelawney" and the "Squire Trelawney" of the
+squire's, "Miss Darcy" and the "Georgiana Darcy" of Georgiana's: the full name says the two
+names are one person's, though neither entity's most frequent name is the other's. Also a full
+name a chain holds that another holds more ("Captain Smollett" in the ship's chain). The smaller
+entities first, into the bigger. Where one wrong link keeps the two apart, the mentions of the
+name and of the full name go (DocumentEntities.lend_name): a window that put the ship's "her"
+in the captain's chain leaves "the captain" and "Captain Smollett" there too.
+
+Never joins: where two entities hold full names the name may be a part of, unless the chain
+says one of those full names itself, or says its own name the way only one of them does ("Miss
+Lucas"), or the full names are one person's but for titles ("Squire Trelawney", "John
+Trelawney"); names of two genders or forms of address ("Mr. Bennet" is no part of "Jane
+Bennet"); an entity whose names are not nearly all parts of that full name ("Sir William", whose
+chain also says "William Lucas", is not the "William" of "William Collins"); entities that say
+nothing of a person ("the Royal George", a ship, is no "George Merry").
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .chains import Entity, Joining, absorb, alive
+from .entities import TITLES, Name
+
+
+def _holders(doc, people: list[Entity]) -> tuple[dict, Counter]:
+    """Each full name's words -> (the entity saying it most, the name); and the counts of
+    (words, id(entity))."""
+    holder: dict[frozenset, tuple[Entity, Name]] = {}
+    counts: Counter = Counter()
+    for e in people:
+        for m in e.mentions:
+            name = doc.reader.mention(*m).name
+            if name is not None and len(name.words) > 1:
+                counts[(name.words, id(e))] += 1
+                best = holder.get(name.words)
+                if best is None or counts[(name.words, id(best[0]))] < counts[(name.words, id(e))]:
+                    holder[name.words] = (e, name)
+    return holder, counts
+
+
+def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
+    """Pass `full_names` (see the module's notes). Returns the entities left."""
+    people = [e for e in entities if any(doc.reader.mention(*m).is_person for m in e.mentions)]
+    holder, counts = _holders(doc, people)
+    for e in sorted(people, key=lambda e: len(e.mentions)):
+        own = doc.dominant_name(e)
+        if own is None or id(e) in state.lent or e.into is not None:
+            continue
+        found, fulls = {}, {}
+        for words, (first, full) in holder.items():
+            o = first.final()
+            part = own.words < words or (own.words == words and counts[(words, id(e))] < counts[(words, id(first))])
+            if o is not e and part and same_person(own, doc.dominant_name(o), full) and doc.names_within(e, full):
+                found[id(o)] = o
+                fulls.setdefault(id(o), set()).add(words)
+        if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says,
+            says = {n.words for n in e.profile.names}  # else the one whose chain says "Miss Lucas" too
+            found = ({k: o for k, o in found.items() if fulls[k] & says}
+                     or _only({k: o for k, o in found.items() if own in o.profile.names})
+                     or one_person(found, fulls))
+        if len(found) != 1:
+            continue
+        (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
+        if doc.compatible(o, e, names=False):
+            absorb(o, e)
+        elif doc.lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if doc.fits(o, m, names=False) else []):
+            state.lent.add(id(e))
+    return alive(entities)
+
+
+def same_person(a: Name, b: Name | None, full: Name) -> bool:
+    """Whether names `a` and `b` can both be parts of one person's `full` name: their words
+    within it, their genders and forms of address the same where both say one."""
+    if b is None:
+        return True
+    if not a.words | b.words <= full.words:
+        return False
+    genders = {n.gender for n in (a, b, full) if n.gender}
+    addresses = {n.address for n in (a, b, full) if n.address}
+    return len(genders) <= 1 and len(addresses) <= 1
+
+
+def _only(found: dict) -> dict:
+    return found if len(found) == 1 else {}
+
+
+def one_person(found: dict[int, Entity], fulls: dict[int, set[frozenset]]) -> dict[int, Entity]:
+    """Of entities holding full names of one person but for titles ("Squire Trelawney" and
+    "John Trelawney", "Jim Hawkins" and "Cap'n Hawkins"), the biggest; else none."""
+    untitled = [w - TITLES for k in found for w in fulls[k]]
+    if not all(a <= b or b <= a for a in untitled for b in untitled):
+        return {}
+    k = max(found, key=lambda k: len(found[k].mentions))
+    return {k: found[k]}
+
+
+def name_within(name: Name, full: Name) -> bool:
+    """Whether `name` is a part of `full`, a title it adds left out: "King George" is a part of
+    "George Merry" as "George" is (a title says what a person is, not who: one man is "George"
+    and "King George" in one mutiny), but "King" alone, or "William Lucas", is no part of it."""
+    if name.words <= full.words:
+        return True
+    untitled = name.words - TITLES
+    return bool(untitled) and untitled != name.words and untitled <= full.words

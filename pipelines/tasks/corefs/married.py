@@ -1,0 +1,31 @@
+"""Pass `married_names`: a woman under her maiden and her married name is one entity.
+
+Where the book says whom she married (entities.married_names: "Charlotte the wife of Mr.
+Collins", "Jane, now Mrs. Bingley"), the one entity whose most frequent name is hers
+("Charlotte", "Miss Lucas") and the one whose is "Mrs." and his surname are one, the smaller
+into the bigger. The book's word outweighs a window's "I" or "you" put in the wrong one of the
+two, and the change of form of address ("Miss" to "Mrs.") is what marriage does, so neither is
+asked.
+
+Never joins: where two entities could be the wife ("Mrs. Collins" and the elder "Mrs.
+Collins") or two the maiden; across genders or pronoun kinds, or a story break; a woman the
+book does not say married ("Mrs." + a surname alone is not enough).
+"""
+
+from __future__ import annotations
+
+from .chains import Entity, Joining, absorb, alive
+
+
+def join_married_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
+    """Pass `married_names` (see the module's notes). Returns the entities left."""
+    for maiden, surname in doc.reader.forms.married.items():
+        named = [(e, doc.dominant_name(e)) for e in entities if e.into is None]
+        wives = [e for e, n in named if n and n.address == "mrs" and n.words == {surname}]
+        maidens = [e for e, n in named if n and maiden in n.words and n.address != "mrs" and n.gender != "m"]
+        if len(wives) == 1 and len(maidens) == 1:
+            (wife,), (girl,) = wives, maidens
+            if wife.profile.compatible(girl.profile, same_name=True, names=False, quotes=False, addresses=False):
+                into, other = (wife, girl) if len(wife.mentions) >= len(girl.mentions) else (girl, wife)
+                absorb(into, other)
+    return alive(entities)
