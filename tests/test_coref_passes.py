@@ -145,6 +145,7 @@ def test_each_writers_narration_is_their_own_chain_titled_with_their_name(monkey
 
 @pytest.mark.parametrize("text, crosses", [
     ("him. I would reconcile him", True), ("the man. He", True), ("her! \u201cGo", True), ("the house? She", True),
+    ("Heathcliff.  'Hareton", True),  # a plain-text book's single quote opens the next sentence's speech
     ("Mr. Darcy", False), ("Mrs. Bennet", False), ("J. Smith", False), ("St. Clare", False), ("Dr. Watson", False),
     ("Capt. Flint", False), ("Mr. and Mrs. Bennet", False), ("the U.S. Army", False), ("wean us", False),
 ])

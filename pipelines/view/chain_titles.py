@@ -3,7 +3,8 @@ says on a terminal both list a document's chains biggest first (most mentions; t
 mention), named or not, each under a title a reader can use.
 
 A chain's title is its `name`; else its first mention that looks like a proper name; else its
-commonest noun phrase ("the old captain"); else, a chain of pronouns only, what they say of it:
+commonest noun phrase ("the old captain"; never a clause nor a phrase ending in a pronoun, see
+usable_title); else, a chain of pronouns only, what they say of it:
 "I (narrator)" for a first person told mostly outside quotes (a narrator the model could not
 name), "I (unnamed speaker)" for one heard only in speech, "we" for a first person plural, and
 "she (unnamed)", "they (unnamed)", ... for the rest, each pronoun counted as its subject form
@@ -27,6 +28,24 @@ _SUBJECT = {w: subject for subject, forms in {
     "he": "he him his himself", "she": "she her hers herself", "it": "it its itself",
     "they": "they them their theirs themselves"}.items() for w in forms.split()}
 _STRIP = ".,;:!?'\"()\u2019\u201c\u201d"
+_ARCHAIC = frozenset("thou thee thy thine thyself ye".split())
+_DETERMINERS = frozenset("my your his her its our their".split())  # may open a title: "my mother", "her ladyship"
+
+
+_CLAUSE_MARKS = frozenset(",;:!?\u2014\"\u201c\u201d")
+
+
+def usable_title(text: str) -> bool:
+    """Whether a noun phrase can title a chain: at most five words, no comma, colon or dash
+    (a clause or a list: "you, I know you", "Agnes, looking to me"), its first word no pronoun but
+    a possessive ("I found I"; "my mother" is a title) and its last no pronoun ("some of them",
+    "a friend of hers")."""
+    words = [w.strip(_STRIP).lower() for w in text.split()]
+    words = [w for w in words if w]
+    if not words or len(words) > 5 or any(c in _CLAUSE_MARKS for c in text) or "--" in text:
+        return False
+    opens = words[0] in _SUBJECT and words[0] not in _DETERMINERS  # "my mother" is a title; "I found" is not
+    return not opens and words[-1] not in _SUBJECT and words[-1] not in _ARCHAIC
 
 
 def _mentions(chain: dict) -> list[dict]:
@@ -78,7 +97,7 @@ def chain_name(chain: dict, quotes: list[dict] | None = None) -> str:
     for text in texts:
         if _proper(text):
             return text
-    phrases = [_phrase(t) for t in texts if t.lower() not in NOT_NAME_WORDS]
+    phrases = [_phrase(t) for t in texts if t.lower() not in NOT_NAME_WORDS and usable_title(t)]
     if phrases:
         return _commonest(phrases)
     if not texts:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from .chains import Entity, Joining, absorb, alive
-from .entities import Name, proper_name
+from .entities import HONORIFICS, Name, proper_name
 
 _NAME = r"((?:[A-Z][a-z]+\.?\s+)?[A-Z][\w'\u2019-]+(?:[ \t]+[A-Z][\w'\u2019-]+){0,2})"
 _SAID = r"(?:commonly|usually|generally|familiarly|better|also|otherwise|sometimes)"
@@ -48,6 +48,8 @@ def book_aliases(text: str, forms=None) -> list[tuple[Name, str, Name, str]]:
             for k in (person, alias):
                 said = " ".join(m.group(k).split())
                 name = proper_name(said)
+                while name is not None and " " in said and said.split()[0].lower().rstrip(".") not in name.words | HONORIFICS.keys():
+                    said = said.split(maxsplit=1)[1]  # "Then Jack Harper": "Jack Harper"
                 sides += [forms.apply(name, said) if name is not None and forms is not None else name, said]
             if sides[0] is not None and sides[2] is not None and sides[0].words != sides[2].words:
                 found.append((m.start(), tuple(sides)))

@@ -51,3 +51,9 @@ class Joining:
 
     by_name: dict[frozenset, list[Entity]] = field(default_factory=dict)
     lent: set[int] = field(default_factory=set)  # id() of the entities
+    families: object = None  # families.Families of the book's full names
+
+    def shared_surname(self, name, forms) -> bool:
+        """Whether `name` ("Mr. Earnshaw") is a form of address and a surname that two or more
+        of a book's family can bear (families.py): no pass joins it to one of them by the name."""
+        return self.families is not None and self.families.can_be(name, forms) >= 2

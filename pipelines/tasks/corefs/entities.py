@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ...view.chain_titles import usable_title
 from .quotes import is_vocative, quote_spans
 
 
@@ -51,7 +52,7 @@ def pronoun_kind(word: str) -> str | None:
 
 # A sentence end inside a mention: . ! or ? (a closing quote may follow), a space, then a capital or
 # an opening quote; not after an abbreviation or an initial ("Mr. Darcy", "J. Smith", "St. Clare").
-_SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|Co))(?<!\bMrs)(?<!\bCapt|\bProf|\bRev.)[.!?][\"'\u201d\u2019]?\s+[A-Z\"\u201c\u2018]")
+_SENTENCE_END = re.compile(r"(?<![A-Z])(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr|Co))(?<!\bMrs)(?<!\bCapt|\bProf|\bRev.)[.!?][\"'\u201d\u2019]?\s+[A-Z\"'\u201c\u2018]")
 
 
 def crosses_sentence_end(text: str) -> bool:
@@ -62,9 +63,9 @@ def crosses_sentence_end(text: str) -> bool:
 
 def is_nominal(text: str) -> bool:
     """Whether a mention that is no name or pronoun can title a chain: a short noun phrase ("the
-    captain", "my mother"), not a span that opens with a pronoun ("I found I") or runs long."""
-    words = text.split()
-    return 0 < len(words) <= 5 and not pronoun_kind(words[0]) and words[0].lower() not in SECOND_PERSON
+    captain", "my mother"), not a span that opens or ends with a pronoun ("I found I", "some of
+    them"), holds a comma ("you, I know you") or runs long (view.chain_titles.usable_title)."""
+    return usable_title(text)
 
 # Honorifics: (the form of address, which says married, unmarried or titled, and the gender).
 # Two names with different forms ("Mrs. Bennet", "Miss Bennet", "Lady Lucas") are two people.

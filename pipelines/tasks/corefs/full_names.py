@@ -8,7 +8,9 @@ entities first, into the bigger. Where one wrong link keeps the two apart, the m
 name and of the full name go (DocumentEntities.lend_name): a window that put the ship's "her"
 in the captain's chain leaves "the captain" and "Captain Smollett" there too.
 
-Never joins: where two entities hold full names the name may be a part of, unless the chain
+Never joins: a form of address and a surname that two of the book's family can bear ("Mr.
+Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw": families.py), but where its own
+chain says the full name or the full name's chain says it; where two entities hold full names the name may be a part of, unless the chain
 says one of those full names itself, or says its own name the way only one of them does ("Miss
 Lucas"), or the full names are one person's but for titles ("Squire Trelawney", "John
 Trelawney"); names of two genders or forms of address ("Mr. Bennet" is no part of "Jane
@@ -63,7 +65,10 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
                      or one_person(found, fulls))
         if len(found) != 1:
             continue
-        (o,) = found.values()  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
+        (o,) = found.values()
+        if (state.shared_surname(own, doc.reader.forms) and not fulls[id(o)] & {n.words for n in e.profile.names}
+                and own not in o.profile.names):
+            continue  # "Mr. Earnshaw" in a book of several: only where one of the two chains says it is that one  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
         if doc.compatible(o, e, names=False):
             absorb(o, e)
         elif doc.lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if doc.fits(o, m, names=False) else []):

@@ -30,6 +30,7 @@ from typing import Callable, NamedTuple
 
 from .aliases import join_aliases
 from .chains import Entity, Joining
+from .families import book_families
 from .full_names import join_full_names
 from .married import join_married_names
 from .pet_names import join_pet_names
@@ -57,7 +58,7 @@ PASSES = (
 def run_passes(doc, entities: list[Entity]) -> list[Entity]:
     """Every pass that is on, in order, over the document's entities (in text order); returns
     the entities left, in text order."""
-    state = Joining()
+    state = Joining(families=book_families(doc, entities))
     group_by_name(doc, entities, state)
     for p in PASSES:
         if on(p.name):

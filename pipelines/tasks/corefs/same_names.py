@@ -12,7 +12,10 @@ a proper name is the surest thing a chain holds.
 joins "Long John Silver" before "Silver" looks for its one longer name. Where no longer name can
 take the whole entity, its mentions of the name go to the longer-named entity they fit.
 
-Never joins: two names of two genders or forms of address ("Mr. Bennet", "Mrs. Bennet"), a
+Never joins: a form of address and a surname that two of the book's family can bear ("Mr.
+Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw": families.py) to one of them whose
+chain does not say it too; two
+names of two genders or forms of address ("Mr. Bennet", "Mrs. Bennet"), a
 short name that is a part of two longer ones ("Miss Bennet" beside "Jane Bennet" and
 "Elizabeth Bennet"), profiles that cannot be one person (entities.Profile.compatible).
 """
@@ -56,6 +59,9 @@ def join_short_names(doc, entities: list[Entity], state: Joining) -> list[Entity
                 continue
             longer = [o for lw, others in by_name.items() if words < lw for o in others
                       if o.into is None and id(o) not in lent]
+            own = doc.dominant_name(e)
+            if state.shared_surname(own, doc.reader.forms):  # "Mr. Earnshaw": only a chain that says it too
+                longer = [o for o in longer if own in o.profile.names]
             fits = [o for o in longer if doc.compatible(o, e)]
             if len(fits) == 1:
                 absorb(fits[0], e)

@@ -1,0 +1,76 @@
+"""A book's families: the people who share a surname, read from the full names it uses.
+
+"Mr. Earnshaw" is a part of "Hindley Earnshaw"; but where the book also says "Hareton
+Earnshaw", "Mr. Earnshaw" may be either, or their father, whom the book never calls by a given
+name. So a name made of a form of address and a surname ("Mr. Earnshaw", "Miss Bennet") joins a
+given-named person of that surname (passes short_names and full_names) only where the book
+names one person of that surname who can bear that form: a man for "Mr.", a woman for "Mrs." and
+"Miss". Full names are parsed with `nameparser` (title, first, middle, last: "Sir Walter Elliot"
+-> Walter, Elliot), a maintained parser of English names, rather than by position alone.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .entities import HONORIFICS, TITLES, Name
+
+_MEN_S_FORMS = {"mr", "sir", "lord"}
+
+
+@functools.lru_cache(maxsize=8192)
+def given_and_surname(said: str) -> tuple[str, str] | None:
+    """The given name and surname of a full name as written ("Mr. Franklin Blake" -> ("franklin",
+    "blake")), lower case; None for a name without both ("Mr. Darcy", "Darcy", "Long John"...)."""
+    from nameparser import HumanName  # pure Python; imported on a book's first use
+
+    parsed = HumanName(said)
+    first, last = parsed.first.lower().rstrip("."), parsed.last.lower().rstrip(".")
+    if not first or not last or first in TITLES or first in HONORIFICS or " " in first:
+        return None
+    return first, last
+
+
+class Families:
+    """Surname -> the given names the book's full names pair with it (`read` adds a mention)."""
+
+    def __init__(self):
+        self.members: dict[str, set[str]] = {}
+        self.addressed: dict[tuple[str, str], set[str]] = {}  # (surname, form) -> given names said with it
+
+    def read(self, said: str, name: Name) -> None:
+        if len(name.words - TITLES) > 1:
+            parsed = given_and_surname(" ".join(said.split()))
+            if parsed is not None and parsed[1] in name.words:
+                self.members.setdefault(parsed[1], set()).add(parsed[0])
+                if name.address and said.split()[0].lower().rstrip(".") in HONORIFICS:  # "Mr. Franklin Blake": he is "Mr. Blake"
+                    self.addressed.setdefault((parsed[1], name.address), set()).add(parsed[0])
+
+    def can_be(self, name: Name, forms) -> int:
+        """How many of the family named by `name` (a form of address and a surname alone: "Mr.
+        Earnshaw") can bear its form, by what the book says of their given names
+        (entities.NameForms `forms`: which words follow a woman's honorific); -1 for a name
+        that is not such a name."""
+        if name.address is None or len(name.words) != 1:
+            return -1
+        (surname,) = name.words
+        if (surname, name.address) in self.addressed:  # the ones the book calls so, by their full names
+            return len(self.addressed[(surname, name.address)])
+        given = self.members.get(surname, set())
+        said = {form: names for (name_, form), names in self.addressed.items() if name_ == surname}
+        men = {g for g in given if g in forms.men} | {g for f, n in said.items() if f in _MEN_S_FORMS for g in n}
+        women = {g for g in given if g in forms.women} | {g for f, n in said.items() if f not in _MEN_S_FORMS for g in n}
+        if name.address in _MEN_S_FORMS:
+            return len(given - women)
+        return len(given - men)
+
+
+def book_families(doc, entities) -> Families:
+    """The families of the full names a document's entities say (DocumentEntities `doc`)."""
+    families = Families()
+    for e in entities:
+        for m in e.mentions:
+            name = doc.reader.mention(*m).name
+            if name is not None and len(name.words) > 1:
+                families.read(doc.reader.text_of(*m), name)
+    return families

@@ -1,0 +1,139 @@
+"""The name passes of whole-document coreference (name_passes.py), each on a short text: what it
+joins, what it never joins, and its switch (LFCLI_COREF_OFF) keeping the two apart."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from test_coref_entities import reader_and_spans
+
+from lfcli.pipelines.tasks.corefs.aliases import book_aliases
+from lfcli.pipelines.tasks.corefs.document import DocumentEntities
+from lfcli.pipelines.tasks.corefs.entities import NameForms
+from lfcli.pipelines.tasks.corefs.name_passes import PASSES
+from lfcli.pipelines.tasks.corefs.switches import NAME_PASSES
+
+
+def chains(text: str, groups: list[list[str]]) -> list[set[str]]:
+    """`groups`: each window chain as phrases of the text, "phrase#k" for its k-th occurrence
+    (0 when left out); one window over the whole text. The chains after the passes, as texts."""
+    reader, at = reader_and_spans(text)
+    words = [text[a:z] for a, z in reader.offsets]
+
+    def span(phrase: str) -> tuple[int, int]:
+        said, _, k = phrase.partition("#")
+        parts = said.split()
+        starts = [i for i in range(len(words)) if words[i:i + len(parts)] == parts]
+        first = starts[int(k or 0)]
+        return first, first + len(parts) - 1
+
+    doc = DocumentEntities(reader)
+    doc.add_window([[span(p) for p in group] for group in groups], (0, len(reader.offsets)))
+    return [{reader.text_of(*m) for m in c} for c in doc.link_names()]
+
+
+def together(found: list[set[str]], *texts: str) -> bool:
+    return any(set(texts) <= c for c in found)
+
+
+# Each pass: a text, its window chains, two mentions the pass alone joins.
+CASES = {
+    "same_name": ("Mr. Darcy came. He sat.\n\nElizabeth walked. She smiled.\n\nMr. Darcy bowed. He left.",
+                  [["Mr. Darcy#0", "He#0"], ["Elizabeth", "She"], ["Mr. Darcy#1", "He#1"]],
+                  ("He#0", "He#1")),
+    "short_names": ("Long John Silver came in. He sat.\n\nJohn Silver laughed.\n\nSilver left. He waved.",
+                    [["Long John Silver", "He#0"], ["John Silver#1"], ["Silver#2", "He#1"]],
+                    ("Long John Silver", "John Silver")),
+    "full_names": ("Jim came. Jim Hawkins ran. Jim hid. He ate.\n\nHawkins sat. He slept.",
+                   [["Jim#0", "Jim Hawkins", "Jim#2", "He#0"], ["Hawkins#1", "He#1"]],
+                   ("Jim", "Hawkins")),
+    "married_names": ("Charlotte smiled. She sat. Charlotte became Mrs. Collins that spring.\n\n"
+                      "Mrs. Collins laughed. She ate.",
+                      [["Charlotte#0", "She#0", "Charlotte#1"], ["Mrs. Collins#1", "She#1"]],
+                      ("Charlotte", "Mrs. Collins")),
+    "pet_names": ("James Vane sailed at dawn. He wrote often. Years later Jim came home. He laughed.",
+                  [["James Vane", "He#0"], ["Jim", "He#1"]], ("James Vane", "Jim")),
+    "addressed_titles": ("Lady Verinder came. She sat. Rachel stood.\n\nYes, my lady, said Betteredge to her.",
+                         [["Lady Verinder", "She"], ["Rachel"], ["my lady", "her"]], ("Lady Verinder", "my lady")),
+    "aliases": ("Dunstan, commonly called Dunsey Cass, rode off. Dunstan drank. He sang.\n\nDunsey came. He fell.",
+                [["Dunstan#1", "He#0"], ["Dunsey#1", "He#1"]], ("Dunstan", "Dunsey")),
+}
+
+
+def test_every_pass_is_listed_with_a_switch_and_says_what_it_never_joins():
+    assert tuple(p.name for p in PASSES) == NAME_PASSES == tuple(CASES)
+    for p in PASSES:
+        notes = importlib.import_module(p.run.__module__).__doc__
+        assert f"`{p.name}`" in notes and "Never joins" in notes, p.name
+
+
+@pytest.mark.parametrize("name", NAME_PASSES)
+def test_each_pass_joins_its_case_and_its_switch_turns_it_off(name, monkeypatch):
+    text, groups, (a, b) = CASES[name]
+    a, b = a.split("#")[0], b.split("#")[0]
+    if a == b:  # two mentions of one text: the pass joins the two chains holding them
+        assert len(chains(text, groups)) == len(groups) - 1
+        monkeypatch.setenv("LFCLI_COREF_OFF", name)
+        assert len(chains(text, groups)) == len(groups)
+        return
+    assert together(chains(text, groups), a, b)
+    monkeypatch.setenv("LFCLI_COREF_OFF", name)
+    assert not together(chains(text, groups), a, b)
+
+
+def test_the_passes_never_join_across_genders(monkeypatch):
+    """The aliases pass on "Maggie, alias Celestine" where the book's Celestine is a "he"."""
+    text = "Maggie, alias Celestine, came. Maggie sat. She wept.\n\nCelestine ran. He fell."
+    assert not together(chains(text, [["Maggie#1", "She"], ["Celestine#1", "He"]]), "Maggie", "Celestine")
+
+
+@pytest.mark.parametrize("text, pairs", [
+    ("Dunstan, commonly called Dunsey Cass, rode.", [("Dunstan", "Dunsey Cass")]),
+    ("It was Umbopa, alias Ignosi, who spoke.", [("Umbopa", "Ignosi")]),
+    ("He bowed to the Major, whom he called Mr. Dobbin, and left.", [("Major", "Mr. Dobbin")]),
+    ("Then Jack Harper called himself Jones for a year.", [("Jack Harper", "Jones")]),
+    ("Lizzy, as Elizabeth was called, laughed.", [("Elizabeth", "Lizzy")]),
+    ("Coggan called Gabriel, who came at once.", []),  # one person summoning another
+    ("The man who called himself Jones left.", []),  # no name to join it to
+    ("\u201cOtherwise called Peggy,\u201d said the Major.", []),
+])
+def test_the_book_s_own_words_for_an_alias(text, pairs):
+    found = [(a, b) for _, a, _, b in book_aliases(text, NameForms(text))]
+    assert found == pairs
+
+
+def test_an_alias_goes_to_the_one_entity_its_first_word_names():
+    """"Dunsey Cass": the chain called "Dunsey", not the father's "Mr. Cass"."""
+    text = ("Dunstan, commonly called Dunsey Cass, rode off. Dunstan drank. He sang.\n\n"
+            "Dunsey came. He fell.\n\nMr. Cass frowned. He spoke.")
+    found = chains(text, [["Dunstan#1", "He#0"], ["Dunsey#1", "He#1"], ["Mr. Cass", "He#2"]])
+    assert together(found, "Dunstan", "Dunsey") and not together(found, "Dunstan", "Mr. Cass")
+
+
+@pytest.mark.parametrize("second, joins", [("Hareton Earnshaw", False), ("Catherine Earnshaw", True)])
+def test_mr_surname_in_a_family_joins_no_one_of_it(second, joins):
+    """"Mr. Earnshaw" beside "Hindley Earnshaw": one man, unless the book names another man of the
+    family ("Hareton Earnshaw"); a woman of it ("Catherine Earnshaw", a Miss) leaves one man."""
+    text = (f"Hindley Earnshaw came. He sat.\n\nMiss Catherine laughed. {second} ran. He hid.\n\n"
+            "Mr. Earnshaw spoke. He left.")
+    found = chains(text, [["Hindley Earnshaw", "He#0"], [second, "He#1"], ["Mr. Earnshaw", "He#2"]])
+    assert together(found, "Hindley Earnshaw", "Mr. Earnshaw") is joins
+
+
+def test_a_family_is_read_from_parsed_full_names():
+    from lfcli.pipelines.tasks.corefs.entities import proper_name
+    from lfcli.pipelines.tasks.corefs.families import Families, given_and_surname
+
+    assert given_and_surname("Sir Walter Elliot") == ("walter", "elliot")
+    assert given_and_surname("Mr. Darcy") is None and given_and_surname("Darcy") is None
+    text = "Miss Anne came. Sir Walter Elliot and Anne Elliot and Elizabeth Elliot. Mr. Elliot bowed."
+    families, forms = Families(), NameForms(text)
+    for said in ("Sir Walter Elliot", "Anne Elliot", "Mr. William Elliot"):
+        families.read(said, forms.apply(proper_name(said), said))
+    assert families.members["elliot"] == {"walter", "anne", "william"}
+    assert families.can_be(proper_name("Mr. Elliot"), forms) == 1  # the one the book calls "Mr. ... Elliot"
+    assert families.can_be(proper_name("Miss Elliot"), forms) == 1  # Anne: Walter is "Sir", William "Mr."
+    families.read("Elizabeth Elliot", proper_name("Elizabeth Elliot"))
+    assert families.can_be(proper_name("Miss Elliot"), forms) == 2  # Anne or Elizabeth
+    assert families.can_be(proper_name("Anne Elliot"), forms) == -1  # a full name is no family's name
