@@ -46,7 +46,7 @@ TIERS = {"small": ("minilm-l6-long", "minilm-l6-long-litbank-coref"),
          "base": ("mpnet-base-long", "mpnet-base-long-litbank-coref")}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 N = 4096
-MISSING_THERE = ("nicknames==1.0.1",)
+MISSING_THERE = ("nicknames==1.0.1", "nameparser==2.6.0")
 
 
 def wheels() -> None:
@@ -54,7 +54,7 @@ def wheels() -> None:
     for this process and the ones it starts."""
     import importlib.util
 
-    if importlib.util.find_spec("nicknames") is not None or not (DATA / "whl").is_dir():
+    if all(importlib.util.find_spec(p.split("==")[0]) is not None for p in MISSING_THERE) or not (DATA / "whl").is_dir():
         return
     site = "/tmp/lfcli-site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target", site,

@@ -32,45 +32,57 @@ def given_and_surname(said: str) -> tuple[str, str] | None:
 
 
 class Families:
-    """Surname -> the given names the book's full names pair with it (`read` adds a mention)."""
+    """Surname -> the given names the book's full names pair with it, and what is known of each
+    one's gender and forms of address (`read` adds a full name)."""
 
     def __init__(self):
-        self.members: dict[str, set[str]] = {}
+        self.members: dict[str, dict[str, set[str]]] = {}  # surname -> given name -> genders ("m", "f") seen
         self.addressed: dict[tuple[str, str], set[str]] = {}  # (surname, form) -> given names said with it
 
-    def read(self, said: str, name: Name) -> None:
+    def read(self, said: str, name: Name, gender: str | None = None) -> None:
+        """A full name as written (`said`), read as `name`; `gender`: its chain's, where known."""
         if len(name.words - TITLES) > 1:
             parsed = given_and_surname(" ".join(said.split()))
             if parsed is not None and parsed[1] in name.words:
-                self.members.setdefault(parsed[1], set()).add(parsed[0])
+                genders = self.members.setdefault(parsed[1], {}).setdefault(parsed[0], set())
+                genders.update(g for g in (name.gender, gender) if g)
                 if name.address and said.split()[0].lower().rstrip(".") in HONORIFICS:  # "Mr. Franklin Blake": he is "Mr. Blake"
                     self.addressed.setdefault((parsed[1], name.address), set()).add(parsed[0])
 
     def can_be(self, name: Name, forms) -> int:
         """How many of the family named by `name` (a form of address and a surname alone: "Mr.
-        Earnshaw") can bear its form, by what the book says of their given names
-        (entities.NameForms `forms`: which words follow a woman's honorific); -1 for a name
-        that is not such a name."""
+        Earnshaw") can bear its form: the ones the book calls so by their full names ("Mr.
+        Franklin Blake"), else those whose gender is known to fit the form (from their chains,
+        their honorifics, or entities.NameForms `forms`) and whom the book does not call by another
+        form only ("Lady Anne Darcy" is no "Miss Darcy"); -1 for a name that is not such a name."""
         if name.address is None or len(name.words) != 1:
             return -1
         (surname,) = name.words
-        if (surname, name.address) in self.addressed:  # the ones the book calls so, by their full names
+        if (surname, name.address) in self.addressed:
             return len(self.addressed[(surname, name.address)])
-        given = self.members.get(surname, set())
-        said = {form: names for (name_, form), names in self.addressed.items() if name_ == surname}
-        men = {g for g in given if g in forms.men} | {g for f, n in said.items() if f in _MEN_S_FORMS for g in n}
-        women = {g for g in given if g in forms.women} | {g for f, n in said.items() if f not in _MEN_S_FORMS for g in n}
-        if name.address in _MEN_S_FORMS:
-            return len(given - women)
-        return len(given - men)
+        other_forms = {g for (s, f), given in self.addressed.items() if s == surname and f != name.address for g in given}
+        wanted = "m" if name.address in _MEN_S_FORMS else "f"
+        count = 0
+        for given, genders in self.members.get(surname, {}).items():
+            genders = genders | ({"m"} if given in forms.men else set()) | ({"f"} if given in forms.women else set())
+            count += given not in other_forms and wanted in genders  # of unknown gender: no one to count
+        return count
+
+
+def _gender(entity) -> str | None:
+    """An entity's gender as its pronouns and gendered mentions say it, when they say one."""
+    said = set(entity.profile.genders) | {k for k in ("he", "she") if k in entity.profile.kinds}
+    said = {"m" if g in ("m", "he") else "f" for g in said}
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def book_families(doc, entities) -> Families:
     """The families of the full names a document's entities say (DocumentEntities `doc`)."""
     families = Families()
     for e in entities:
+        gender = _gender(e)
         for m in e.mentions:
             name = doc.reader.mention(*m).name
             if name is not None and len(name.words) > 1:
-                families.read(doc.reader.text_of(*m), name)
+                families.read(doc.reader.text_of(*m), name, gender)
     return families

@@ -10,7 +10,9 @@ pronouns, forms of address, who speaks to whom).
 Never joins: where two or more entities hold a full given name the pet name may stand for
 (a book with a John and a Jonathan leaves its "Jack" alone); a pet name and a full name the
 book says side by side as two people ("Jim and James", "James or Jim" is not looked for);
-names the table does not know ("Trot" for David), which only the story links.
+names the table does not know ("Trot" for David), which only the story links; two short forms
+of one name ("Nelly" and "Ellen", both of Eleanor; but "Bessie" and "Eliza", both of Elizabeth,
+are two women in one book).
 """
 
 from __future__ import annotations
@@ -44,6 +46,19 @@ def named_apart(text: str, a: str, b: str) -> bool:
                      rf"[^.!?\n]{{0,12}}\b{a}\b", text) is not None
 
 
+def _holders(named, e, word: str, fulls: frozenset) -> list:
+    """The entities but `e` whose most frequent name holds one of the given names `fulls` the pet
+    name `word` is short for (and not the pet name itself), each with that given name."""
+    found = []
+    for o, other in named:
+        if o is e or o.into is not None or other is None or word in other.words:
+            continue
+        given = sorted((other.words - TITLES) & fulls)
+        if given:
+            found.append((o, given[0]))
+    return found
+
+
 def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     """Pass `pet_names` over a document's alive `entities` (document.DocumentEntities `doc`):
     see the module's notes. Returns the entities left."""
@@ -55,13 +70,7 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
         fulls = full_forms(word)
         if not fulls:
             continue
-        holders = []
-        for o, other in named:
-            if o is e or o.into is not None or other is None:
-                continue
-            given = (other.words - TITLES) & fulls
-            if given and word not in other.words:
-                holders.append((o, next(iter(given))))
+        holders = _holders(named, e, word, fulls)
         if len(holders) != 1:
             continue
         (o, full), = holders
