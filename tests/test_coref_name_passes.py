@@ -147,3 +147,27 @@ def test_two_short_forms_of_one_name_stay_apart():
     """"Bessie" and "Eliza" are both short for Elizabeth, and in one book two women."""
     text = "Eliza came in. She sat.\n\nBessie laughed. She ran."
     assert not together(chains(text, [["Eliza", "She#0"], ["Bessie", "She#1"]]), "Eliza", "Bessie")
+
+
+# -- titles a reader can use -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("title, usable", [
+    ("the captain", True), ("my mother", True), ("her ladyship", True), ("Mr. Darcy", True),
+    ("Some of them", False), ("you, I know you", False), ("the officers themselves", False),
+    ("a great friend of hers", False), ("I found I", False), ("Agnes, looking to me", False),
+    ("US", False), ("the old man in the corner of the room", False),
+])
+def test_a_chain_title_is_never_a_clause_nor_ends_in_a_pronoun(title, usable):
+    from lfcli.pipelines.view.chain_titles import chain_name, usable_title
+
+    assert usable_title(title) is usable
+    chain = {"mentions": [{"text": title, "start": 0, "end": 1}, {"text": "them", "start": 5, "end": 9}] * 2}
+    assert (chain_name(chain) == title) is usable  # else the chain's pronouns title it: "they (unnamed)"
+
+
+def test_a_pronoun_set_in_capitals_titles_no_chain():
+    text = "US, he cried. We went. US again."
+    reader, at = reader_and_spans(text)
+    doc = DocumentEntities(reader)
+    assert doc.name_of([(at["US"][0],) * 2, (at["US"][1],) * 2]) is None

@@ -159,7 +159,8 @@ class DocumentEntities:
         """A chain's representative name: its most frequent proper-name mention, else its most
         frequent short noun phrase (entities.is_nominal; possessive 's left out), else None."""
         texts = [(self.reader.mention(*m), self.reader.text_of(*m)) for m in mentions]
-        for wanted in (lambda x, t: x.name is not None, lambda x, t: not x.kind and not x.person and is_nominal(t)):
+        for wanted in (lambda x, t: x.name is not None and is_nominal(t),  # not "US" set in capitals for "us"
+                       lambda x, t: not x.kind and not x.person and is_nominal(t)):
             found = Counter(_without_possessive(t) for x, t in texts if wanted(x, t))
             if found:
                 return found.most_common(1)[0][0]
