@@ -12,13 +12,12 @@ a proper name is the surest thing a chain holds.
 joins "Long John Silver" before "Silver" looks for its one longer name. Where no longer name can
 take the whole entity, its mentions of the name go to the longer-named entity they fit.
 
-Never joins: a short name that two people's longer names hold ("Charles" beside "Charles
-Musgrove" and "Charles Hayter"; "Miss Bennet" beside "Jane Bennet" and "Elizabeth Bennet"),
-even where only one of them fits; a form of address and a surname that two of the book's
-family can bear ("Mr. Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw":
-families.py) to one of them whose chain does not say it too; two names of two genders or
-forms of address ("Mr. Bennet", "Mrs. Bennet"); profiles that cannot be one person
-(entities.Profile.compatible).
+Never joins: a form of address and a surname that two of the book's family can bear ("Mr.
+Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw": families.py) to one of them whose
+chain does not say it too; two
+names of two genders or forms of address ("Mr. Bennet", "Mrs. Bennet"), a
+short name that is a part of two longer ones ("Miss Bennet" beside "Jane Bennet" and
+"Elizabeth Bennet"), profiles that cannot be one person (entities.Profile.compatible).
 """
 
 from __future__ import annotations
@@ -51,15 +50,6 @@ def join_same_name(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     return alive(entities)
 
 
-def _two_people(doc, e: Entity, longer: list[Entity]) -> bool:
-    """Whether the longer names of the entities `longer` whose genders agree with `e`'s are two
-    people's: two of them neither within the other ("Charles Musgrove", "Charles Hayter"; not
-    "John Silver" and "Long John Silver"). Genders only: a window's wrong "I" in one of them
-    must not make the other the only fit."""
-    names = {doc.dominant_name(o).words for o in longer if len(o.profile.genders | e.profile.genders) <= 1}
-    return any(not (a <= b or b <= a) for a in names for b in names)
-
-
 def join_short_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     """Pass `short_names` (see the module's notes). Returns the entities left."""
     by_name, lent = state.by_name, state.lent
@@ -72,8 +62,6 @@ def join_short_names(doc, entities: list[Entity], state: Joining) -> list[Entity
             own = doc.dominant_name(e)
             if state.shared_surname(own, doc.reader.forms):  # "Mr. Earnshaw": only a chain that says it too
                 longer = [o for o in longer if own in o.profile.names]
-            if _two_people(doc, e, longer):
-                continue  # "Charles" beside "Charles Musgrove" and "Charles Hayter": whichever fits, it may be the other
             fits = [o for o in longer if doc.compatible(o, e)]
             if len(fits) == 1:
                 absorb(fits[0], e)
