@@ -32,19 +32,18 @@ def _direct(words, i: int, width: int):
     return (dot / norm if norm else 1.0), len(bcaps & acaps)
 
 
+def _paragraphs(seed: int, paragraphs: int, sentence) -> str:
+    """`paragraphs` paragraphs of six sentences, `sentence(p, s, k)` each (k: a running index)."""
+    return "\n\n".join(" ".join(sentence(p, s, seed * 7 + p * 6 + s) for s in range(6)) for p in range(paragraphs))
+
+
 def _story(seed: int, people: tuple[str, str], words: tuple[list[str], list[str]], paragraphs: int) -> str:
     """A made-up story: its people, its own verbs and things (and stop words between), in
     paragraphs of a few sentences."""
     verbs, things = words
-    out = []
-    for p in range(paragraphs):
-        sentences = []
-        for s in range(6):
-            k = seed * 7 + p * 6 + s
-            sentences.append(f"{people[(p + s) % 2]} {verbs[k % len(verbs)]} the {things[k % len(things)]} and the "
-                             f"{things[(k + 3) % len(things)]} by the {things[(k + 5) % len(things)]}.")
-        out.append(" ".join(sentences))
-    return "\n\n".join(out)
+    return _paragraphs(seed, paragraphs, lambda p, s, k: (
+        f"{people[(p + s) % 2]} {verbs[k % len(verbs)]} the {things[k % len(things)]} and the "
+        f"{things[(k + 3) % len(things)]} by the {things[(k + 5) % len(things)]}."))
 
 
 SEA = ("lit climbed tied mended watched rowed".split(),
@@ -147,16 +146,10 @@ def _first_person(seed: int, people: tuple[str, str], words: tuple[list[str], li
     """A made-up story its narrator tells: his verbs and things, his people named in `named` of
     each paragraph's six sentences."""
     verbs, things = words
-    out = []
-    for p in range(paragraphs):
-        sentences = []
-        for s in range(6):
-            k = seed * 7 + p * 6 + s
-            who = people[(p + s) % 2] if s < named else "him"
-            sentences.append(f"I {verbs[k % len(verbs)]} the {things[k % len(things)]} with {who}, and my "
-                             f"{things[(k + 3) % len(things)]} by the {things[(k + 5) % len(things)]}.")
-        out.append(" ".join(sentences))
-    return "\n\n".join(out)
+    return _paragraphs(seed, paragraphs, lambda p, s, k: (
+        f"I {verbs[k % len(verbs)]} the {things[k % len(things)]} with "
+        f"{people[(p + s) % 2] if s < named else 'him'}, and my "
+        f"{things[(k + 3) % len(things)]} by the {things[(k + 5) % len(things)]}."))
 
 
 def test_the_known_names_equal_a_fresh_count():

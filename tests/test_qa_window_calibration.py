@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import math
 import random
-import shutil
 
 import pytest
 
-from checkpoints import make_checkpoint
+from test_qa_calibration import qa_folder, with_calibration  # noqa: F401 (a fixture)
 from lfcli import Pipeline
 from lfcli.models import LongformerConfig
 from lfcli.pipelines.io.readers import Document
@@ -127,19 +126,6 @@ LONG = " ".join(["The committee will meet on Tuesday to discuss the budget and t
 SHORT = "It was a bright cold day in April, and the clocks were striking thirteen."
 QUESTION = "When were the clocks striking thirteen?"
 
-
-@pytest.fixture(scope="module")
-def qa_folder(tmp_path_factory):
-    return make_checkpoint(tmp_path_factory.mktemp("qa"), "LongformerForQuestionAnswering", max_tokens=128,
-                           attention_window=16)
-
-
-def with_calibration(folder, target, calibration):
-    shutil.copytree(folder, target)
-    config = json.loads((target / "config.json").read_text())
-    config.setdefault("lfcli", {})["qa_calibration"] = calibration
-    (target / "config.json").write_text(json.dumps(config))
-    return target
 
 
 def test_a_checkpoint_with_window_terms_scores_paragraphs_as_before_and_long_documents_lower(qa_folder, tmp_path):
