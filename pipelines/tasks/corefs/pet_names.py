@@ -7,8 +7,11 @@ one entity whose most frequent name holds such a full given name ("James Vane", 
 smaller into the bigger, when the two can be one person (entities.Profile: genders,
 pronouns, forms of address, who speaks to whom).
 
-Never joins: where two or more entities hold a full given name the pet name may stand for
-(a book with a John and a Jonathan leaves its "Jack" alone); a pet name and a full name the
+Where several entities hold such a full name, the biggest takes it if the others are its own
+fragments or people spoken of far less (_principal).
+
+Never joins: where two people of about equal weight hold a full given name the pet name may
+stand for (a book with a John and a Jonathan leaves its "Jack" alone); a pet name and a full name the
 book says side by side as two people ("Jim and James", "James or Jim" is not looked for);
 names the table does not know ("Trot" for David), which only the story links; two short forms
 of one name ("Nelly" and "Ellen", both of Eleanor; but "Bessie" and "Eliza", both of Elizabeth,
@@ -59,6 +62,29 @@ def _holders(named, e, word: str, fulls: frozenset) -> list:
     return found
 
 
+def _compatible(doc, o, e) -> bool:
+    """Whether the two can be one person, a quote's "I" and "you" not asked: the table's word
+    that the names are one person's outweighs a window's "I" put in the wrong chain, as a full
+    name said again does (DocumentEntities.compatible)."""
+    return o.profile.compatible(e.profile, same_name=True, names=False, quotes=False)
+
+
+MINOR = 0.1  # other people holding the full name, in mentions, at most this share of the principal holder
+
+
+def _principal(holders: list, doc) -> list:
+    """The holders, or the biggest alone where the others are its own fragments (their names
+    within its name: "Henry" beside "Henry Wotton") or other people far less spoken of (Sir
+    Henry Ashton's 10 mentions beside Lord Henry's 1,266): at most MINOR of its mentions."""
+    if len(holders) < 2:
+        return holders
+    size = {id(o): len(o.final().mentions) for o, _ in holders}
+    big = max(holders, key=lambda h: size[id(h[0])])
+    words = doc.dominant_name(big[0]).words
+    others = sum(size[id(o)] for o, _ in holders if o is not big[0] and not doc.dominant_name(o).words <= words)
+    return [big] if others <= MINOR * size[id(big[0])] else holders
+
+
 def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     """Pass `pet_names` over a document's alive `entities` (document.DocumentEntities `doc`):
     see the module's notes. Returns the entities left."""
@@ -70,12 +96,12 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
         fulls = full_forms(word)
         if not fulls:
             continue
-        holders = _holders(named, e, word, fulls)
+        holders = _principal(_holders(named, e, word, fulls), doc)
         if len(holders) != 1:
             continue
         (o, full), = holders
         o = o.final()
-        if o is e or named_apart(doc.reader.text, word, full) or not doc.compatible(o, e, names=False):
+        if o is e or named_apart(doc.reader.text, word, full) or not _compatible(doc, o, e):
             continue
         into, other = (o, e) if len(o.mentions) >= len(e.mentions) else (e, o)
         absorb(into, other)

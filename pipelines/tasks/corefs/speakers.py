@@ -126,6 +126,9 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         named = _narrator_name(reader.quotes, speakers, addressed, narrator)
         if named is not None and named not in joined and named not in narrators:
             joined[named] = narrator
+            if on("narrator_names"):
+                for other in _narrator_other_names(reader, groups, speakers, addressed, narrator, named):
+                    joined.setdefault(other, narrator)
     owner.update(_narrator_names(reader, groups, joined, narrators, owner))
     for k, into in _names_by_address(reader, groups, reader.quotes, speakers, addressed, narrators).items():
         if k not in joined and into not in joined:
@@ -246,6 +249,22 @@ def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int,
                     if by != narrator and narrator in beside)
     (entity, count), = votes.most_common(1) or [(None, 0)]
     return entity if count >= least else None
+
+
+def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | None], addressed, narrator: int,
+                          named: int, least: int = 3) -> list[int]:
+    """The narrator's other names: besides `named` (the one _narrator_name found), each group
+    others address by name in a quote next to the narrator's own at least `least` times ("Davy",
+    "Trotwood" and "Daisy" beside "Mr. Copperfield"; "Miss Eyre" and "Janet" beside "Jane").
+    Never a group that talks with the narrator as often as it is so addressed (two people in a
+    dialogue), nor one whose names' gender is not `named`'s."""
+    votes = Counter(entity for entity, by, beside in _answers(reader.quotes, speakers, addressed)
+                    if by != narrator and narrator in beside and entity not in (named, narrator))
+    partners = Counter(frozenset(speakers[q: q + 2]) for q in range(len(reader.quotes) - 1))
+    gender = _gender(reader, groups[named])
+    return [k for k, count in votes.items()
+            if count >= least and partners[frozenset((k, narrator))] < count
+            and _gender(reader, groups[k]) in (None, gender)]
 
 
 def _answers(quotes, speakers: list[int | None], addressed):
