@@ -171,3 +171,26 @@ def test_a_pronoun_set_in_capitals_titles_no_chain():
     reader, at = reader_and_spans(text)
     doc = DocumentEntities(reader)
     assert doc.name_of([(at["US"][0],) * 2, (at["US"][1],) * 2]) is None
+
+
+@pytest.mark.parametrize("ashton, joins", [(1, True), (5, False)])
+def test_a_pet_name_goes_to_the_principal_holder_of_its_full_name(ashton, joins):
+    """"Harry" beside Henry Wotton (11 mentions) and Sir Henry Ashton: Henry Wotton's when Ashton
+    is spoken of once; nobody's when Ashton is spoken of about half as often."""
+    text = ("Henry Wotton spoke. " * 6 + "He nodded. " * 5 + "\n\n" + "Henry Ashton rode. " * ashton
+            + "\n\nLater Harry laughed. He left.")
+    wotton = [f"Henry Wotton#{k}" for k in range(6)] + [f"He#{k}" for k in range(5)]
+    found = chains(text, [wotton, [f"Henry Ashton#{k}" for k in range(ashton)], ["Harry", "He#5"]])
+    assert together(found, "Henry Wotton", "Harry") is joins
+
+
+def test_a_name_said_alone_of_a_woman_is_no_man_s_for_the_honorific_of_her_brother():
+    """"Mr. Peggotty" is a man; "Peggotty" said alone, with "she" after it, is his sister."""
+    from lfcli.pipelines.tasks.corefs.name_pronouns import women_alone
+
+    text = "Mr. Peggotty came in. " + "Peggotty said that she was glad. " * 5 + "Mr. Darcy left. Darcy said he was tired."
+    forms = NameForms(text)
+    assert "peggotty" not in forms.men and "darcy" in forms.men
+    assert women_alone(text, {"peggotty", "darcy"}) == {"peggotty"}
+    assert women_alone(text.replace("she was", "he was"), {"peggotty"}) == set()
+    assert women_alone("Clara Peggotty said that she was glad. " * 5, {"peggotty"}) == set()  # a full name

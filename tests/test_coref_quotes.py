@@ -169,3 +169,28 @@ def test_a_story_break_holds_only_where_the_people_change_for_good():
     assert confirmed_stories([200, 500], [200, 500], named) == [200]  # past 500, Turkey and Bartleby come back...
     assert confirmed_stories([200, 500], [200, 500], named, shared=2) == [200, 500]  # ...two names: allowed here
     assert confirmed_stories([200], [210], named) == []  # no scene break at the same paragraph
+
+
+def narrator_and_other_names(second: str, monkeypatch, off: str = ""):
+    """Silver calls the narrator "Jim" three times and Betsey calls them `second` three times."""
+    monkeypatch.setenv("LFCLI_COREF_OFF", off)
+    text = ("I walked to the inn. " * 10 + "\n\n"
+            + "\u201cJim, sit,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n" * 3
+            + f"\u201c{second}, come,\u201d said Betsey.\n\n\u201cYes,\u201d said I.\n\n" * 3)
+    reader, spans = reader_over_words(text)
+    t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
+    first, last = second.split()[0], second.split()[-1]
+    every_i = [(i, i) for i, (a, z) in enumerate(spans) if text[a:z] == "I"]
+    narration = [span for span in every_i if reader.quote_of(spans[span[0]][0]) is None]  # and "said I"
+    named = [(t(first, k)[0], t(last, k)[0]) for k in range(3)]
+    groups = [list(narration), [t("Silver", k) for k in range(3)], [t("Jim", k) for k in range(3)],
+              [t("Betsey", k) for k in range(3)], list(named)]
+    give_quotes(reader, groups, breaks=[], stories=[])
+    narrator = next(g for g in groups if narration[0] in g)
+    return t("Jim", 0) in narrator, named[0] in narrator
+
+
+def test_every_name_others_call_the_narrator_by_joins_the_narrator(monkeypatch):
+    assert narrator_and_other_names("Trot", monkeypatch) == (True, True)
+    assert narrator_and_other_names("Trot", monkeypatch, off="narrator_names") == (True, False)
+    assert narrator_and_other_names("Miss Trot", monkeypatch) == (True, False)  # a woman's name: not Jim

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ...view.chain_titles import usable_title
+from .name_pronouns import women_alone
 from .quotes import is_vocative, quote_spans
 
 
@@ -196,8 +197,9 @@ class NameForms:
     address ("miss", "mrs") when the book uses one only. So "Lizzy" cannot be "he", and
     "Elizabeth Bennet", a Miss, is not "Mrs. Bennet"."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, quotes: list[tuple[int, int]] | None = None):
         self.men = {_plain(m.group(k)) for m in _AFTER_MAN.finditer(text) for k in (1, 2) if m.group(k)}
+        self.men -= women_alone(text, self.men, quote_spans(text) if quotes is None else quotes)  # "Peggotty ... she"
         forms: dict[str, set] = {}
         for m in _AFTER_WOMAN.finditer(text):
             forms.setdefault(_plain(m.group(2)), set()).add(HONORIFICS[m.group(1).lower()][0])
@@ -437,7 +439,7 @@ class MentionReader:
     def __init__(self, text: str, offsets: list[tuple[int, int]], pronouns: dict[tuple[int, int], str]):
         self.text, self.offsets, self.pronouns = text, offsets, pronouns
         self.quotes = quote_spans(text)
-        self.forms = NameForms(text)  # the gender and address the book gives a name's words
+        self.forms = NameForms(text, self.quotes)  # the gender and address the book gives a name's words
         self._quote_starts = [a for a, _ in self.quotes]
         self._cache: dict[int, Mention] = {}  # keyed first << 32 | last: an int, not a tuple, a mention
 

@@ -254,16 +254,21 @@ def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int,
 def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | None], addressed, narrator: int,
                           named: int, least: int = 3) -> list[int]:
     """The narrator's other names: besides `named` (the one _narrator_name found), each group
-    others address by name in a quote next to the narrator's own at least `least` times ("Davy",
-    "Trotwood" and "Daisy" beside "Mr. Copperfield"; "Miss Eyre" and "Janet" beside "Jane").
-    Never a group that talks with the narrator as often as it is so addressed (two people in a
-    dialogue), nor one whose names' gender is not `named`'s."""
-    votes = Counter(entity for entity, by, beside in _answers(reader.quotes, speakers, addressed)
+    others address by name in a quote next to the narrator's own more than `least` times ("Davy",
+    "Trotwood" and "Daisy" beside "Mr. Copperfield"; "Miss Eyre" and "Janet" beside "Jane"), or
+    `least` times when that is most of the times anyone says it: "Bill", said to the old captain
+    by his shipmates three times beside the narrator's quotes and four times elsewhere, is not
+    the narrator. Never one that talks with the narrator as
+    often as it is so addressed (two people in a dialogue), nor one whose names' gender is not
+    `named`'s."""
+    answers = list(_answers(reader.quotes, speakers, addressed))
+    votes = Counter(entity for entity, by, beside in answers
                     if by != narrator and narrator in beside and entity not in (named, narrator))
+    said = Counter(entity for entity, _, _ in answers)
     partners = Counter(frozenset(speakers[q: q + 2]) for q in range(len(reader.quotes) - 1))
     gender = _gender(reader, groups[named])
     return [k for k, count in votes.items()
-            if count >= least and partners[frozenset((k, narrator))] < count
+            if (count > least or (count == least and 2 * count > said[k])) and partners[frozenset((k, narrator))] < count
             and _gender(reader, groups[k]) in (None, gender)]
 
 
