@@ -194,3 +194,14 @@ def test_a_name_said_alone_of_a_woman_is_no_man_s_for_the_honorific_of_her_broth
     assert women_alone(text, {"peggotty", "darcy"}) == {"peggotty"}
     assert women_alone(text.replace("she was", "he was"), {"peggotty"}) == set()
     assert women_alone("Clara Peggotty said that she was glad. " * 5, {"peggotty"}) == set()  # a full name
+
+
+def test_a_given_name_two_people_bear_joins_neither_by_itself():
+    """"Charles" beside "Charles Musgrove" and "Charles Hayter": neither's by the name alone, even
+    where a window's wrong "she" leaves only Charles Hayter's chain fitting."""
+    text = "Charles Musgrove came. He sat. And she nodded.\n\nCharles Hayter ran. He hid.\n\nCharles laughed. He left."
+    found = chains(text, [["Charles Musgrove", "He#0", "she"], ["Charles Hayter", "He#1"], ["Charles#2", "He#2"]])
+    assert not together(found, "Charles Hayter", "Charles")
+    one = text.replace("Charles Musgrove", "Henry Musgrove")  # one Charles in the book: "Charles" is his
+    found = chains(one, [["Henry Musgrove", "He#0", "she"], ["Charles Hayter", "He#1"], ["Charles#1", "He#2"]])
+    assert together(found, "Charles Hayter", "Charles")

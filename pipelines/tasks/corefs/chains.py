@@ -57,3 +57,11 @@ class Joining:
         """Whether `name` ("Mr. Earnshaw") is a form of address and a surname that two or more
         of a book's family can bear (families.py): no pass joins it to one of them by the name."""
         return self.families is not None and self.families.can_be(name, forms) >= 2
+
+    def shared_given_name(self, name) -> bool:
+        """Whether `name` is a given name alone ("Charles", no form of address) that the book's
+        full names give two people of different surnames ("Charles Musgrove", "Charles Hayter")."""
+        if self.families is None or name is None or name.address or len(name.words) != 1:
+            return False
+        (given,) = name.words
+        return len(self.families.surnames_of(given)) >= 2

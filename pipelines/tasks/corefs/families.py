@@ -5,7 +5,8 @@ Earnshaw", "Mr. Earnshaw" may be either, or their father, whom the book never ca
 name. So a name made of a form of address and a surname ("Mr. Earnshaw", "Miss Bennet") joins a
 given-named person of that surname (passes short_names and full_names) only where the book
 names one person of that surname who can bear that form: a man for "Mr.", a woman for "Mrs." and
-"Miss". Full names are parsed with `nameparser` (title, first, middle, last: "Sir Walter Elliot"
+"Miss". Likewise a given name alone ("Charles") that two full names of other surnames hold
+("Charles Musgrove", "Charles Hayter") is no one's by the name alone. Full names are parsed with `nameparser` (title, first, middle, last: "Sir Walter Elliot"
 -> Walter, Elliot), a maintained parser of English names, rather than by position alone.
 """
 
@@ -67,6 +68,11 @@ class Families:
             genders = genders | ({"m"} if given in forms.men else set()) | ({"f"} if given in forms.women else set())
             count += given not in other_forms and wanted in genders  # of unknown gender: no one to count
         return count
+
+    def surnames_of(self, given: str) -> set[str]:
+        """The surnames the book's full names pair the given name with ("charles": {"musgrove",
+        "hayter"} in Persuasion)."""
+        return {surname for surname, members in self.members.items() if given in members}
 
 
 def _gender(entity) -> str | None:

@@ -12,12 +12,13 @@ a proper name is the surest thing a chain holds.
 joins "Long John Silver" before "Silver" looks for its one longer name. Where no longer name can
 take the whole entity, its mentions of the name go to the longer-named entity they fit.
 
-Never joins: a form of address and a surname that two of the book's family can bear ("Mr.
-Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw": families.py) to one of them whose
-chain does not say it too; two
-names of two genders or forms of address ("Mr. Bennet", "Mrs. Bennet"), a
-short name that is a part of two longer ones ("Miss Bennet" beside "Jane Bennet" and
-"Elizabeth Bennet"), profiles that cannot be one person (entities.Profile.compatible).
+Never joins: a short name to one of the book's people who share it unless that one's chain
+says it too: a given name alone that two full names of different surnames hold ("Charles"
+beside "Charles Musgrove" and "Charles Hayter"), a form of address and a surname that two of a
+family can bear ("Mr. Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw";
+families.py); a short name that is a part of two longer ones that fit ("Miss Bennet" beside
+"Jane Bennet" and "Elizabeth Bennet"); two names of two genders or forms of address ("Mr.
+Bennet", "Mrs. Bennet"); profiles that cannot be one person (entities.Profile.compatible).
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def join_short_names(doc, entities: list[Entity], state: Joining) -> list[Entity
             longer = [o for lw, others in by_name.items() if words < lw for o in others
                       if o.into is None and id(o) not in lent]
             own = doc.dominant_name(e)
-            if state.shared_surname(own, doc.reader.forms):  # "Mr. Earnshaw": only a chain that says it too
-                longer = [o for o in longer if own in o.profile.names]
+            if state.shared_surname(own, doc.reader.forms) or state.shared_given_name(own):
+                longer = [o for o in longer if own in o.profile.names]  # "Mr. Earnshaw", "Charles": only a chain that says it too
             fits = [o for o in longer if doc.compatible(o, e)]
             if len(fits) == 1:
                 absorb(fits[0], e)

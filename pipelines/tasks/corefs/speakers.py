@@ -18,6 +18,7 @@ from .entities import NOT, TITLES, MentionReader, proper_name
 from .narrators import headed_sections, writer_key
 from .switches import on
 from .quotes import attribute
+from .voices import chapter_starts, two_voices
 
 Span = tuple[int, int]  # a mention's first and last token (document positions)
 
@@ -115,6 +116,9 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     others.sort()
     addressed.sort()
     speakers = attribute(reader.text, reader.quotes, people, addressed, _name_finder(reader, groups), others)
+    if on("narrator_voices"):  # narrators who take turns inside the prose (voices.py)
+        narrators += [new for n in narrators if n not in writers.values()
+                      and (new := _split_by_voice(reader, groups, owner, n, speakers, addressed)) is not None]
     joined = {}  # a group -> the narrator group it joins
     for writer, narrator in writers.items():  # the writer the heading names, where the book's chains name them
         named = _writer_entity(reader, groups, narrators, writer)
@@ -245,10 +249,53 @@ def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int,
     """The entity other people call the narrator by: the one most often addressed by name
     (`addressed`: (start, end, entity) of vocatives, sorted) in a quote next to one the
     narrator speaks, by someone else ("“Jim,” said he"); None below `least` such quotes."""
-    votes = Counter(entity for entity, by, beside in _answers(quotes, speakers, addressed)
+    votes = Counter(entity for entity, by, beside, _ in _answers(quotes, speakers, addressed)
                     if by != narrator and narrator in beside)
     (entity, count), = votes.most_common(1) or [(None, 0)]
     return entity if count >= least else None
+
+
+def _split_by_voice(reader: MentionReader, groups, owner: dict[Span, int], narrator: int, speakers: list[int | None],
+                    addressed) -> int | None:
+    """Where the name others call `narrator` by most of a man's names is said in some chapters and
+    the one most of a woman's in others (voices.two_voices), the narration "I" and the quotes of the chapters of the voice
+    that has fewer of them go to a new narrator group, whose index is returned; else None."""
+    starts = chapter_starts(reader.text)
+    said = [(at, entity, _voice_gender(reader, groups[entity]))
+            for entity, by, beside, at in _answers(reader.quotes, speakers, addressed) if by != narrator and narrator in beside]
+    # the name of each gender said most beside the narrator: a chapter's other names ("Hareton", said to
+    # the boy while the narrator stands by) say nothing of who narrates it
+    top = {g: Counter(k for _, k, gk in said if gk == g).most_common(1)[0][0] for g in {g for *_, g in said if g}}
+    votes = [(at, g) for at, k, g in said if g and top[g] == k]
+    voices = two_voices(starts, votes) if len(starts) > 1 else None
+    if voices is None:
+        return None
+
+    def voice(char: int) -> str | None:
+        return voices[bisect.bisect_right(starts, char) - 1]
+
+    told = [span for span, k in owner.items() if k == narrator]
+    kept = Counter(voice(reader.offsets[s[0]][0]) for s in told).most_common(1)[0][0]
+    new = len(groups)
+    groups.append([])
+    for span in told:
+        if voice(reader.offsets[span[0]][0]) != kept:
+            owner[span] = new
+    for q, (a, _) in enumerate(reader.quotes):
+        if speakers[q] == narrator and voice(a) != kept:
+            speakers[q] = new
+    return new
+
+
+def _voice_gender(reader: MentionReader, group: list[Span]) -> str | None:
+    """A group's gender by its names (_gender), else by its pronouns: "he" or "she", at least
+    twice and more than twice the other."""
+    named = _gender(reader, group)
+    if named:
+        return named
+    kinds = Counter(reader.mention(*m).kind for m in group)
+    he, she = kinds["he"], kinds["she"]
+    return "m" if he >= 2 and he > 2 * she else "f" if she >= 2 and she > 2 * he else None
 
 
 def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | None], addressed, narrator: int,
@@ -262,9 +309,9 @@ def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | No
     often as it is so addressed (two people in a dialogue), nor one whose names' gender is not
     `named`'s."""
     answers = list(_answers(reader.quotes, speakers, addressed))
-    votes = Counter(entity for entity, by, beside in answers
+    votes = Counter(entity for entity, by, beside, _ in answers
                     if by != narrator and narrator in beside and entity not in (named, narrator))
-    said = Counter(entity for entity, _, _ in answers)
+    said = Counter(entity for entity, *_ in answers)
     partners = Counter(frozenset(speakers[q: q + 2]) for q in range(len(reader.quotes) - 1))
     gender = _gender(reader, groups[named])
     return [k for k, count in votes.items()
@@ -275,13 +322,13 @@ def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | No
 def _answers(quotes, speakers: list[int | None], addressed):
     """For each name said to someone in a quote whose speaker is known and is not the one
     addressed: (the entity addressed, the speaker, the speakers of the quotes just before
-    and after it)."""
+    and after it, the name's first character)."""
     starts = [a for a, _ in quotes]
     for a, _, entity in addressed:
         q = bisect.bisect_right(starts, a) - 1
         if q < 0 or speakers[q] is None or speakers[q] == entity:
             continue
-        yield entity, speakers[q], [speakers[q + d] for d in (-1, 1) if 0 <= q + d < len(quotes)]
+        yield entity, speakers[q], [speakers[q + d] for d in (-1, 1) if 0 <= q + d < len(quotes)], a
 
 
 def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int | None], addressed, narrators,
@@ -296,7 +343,7 @@ def _names_by_address(reader: MentionReader, groups, quotes, speakers: list[int 
     name are two people (fewer adjacent quotes are attribution's slips: a pet name's chain
     holds a "she" that turn-taking gives a quote); so are names of two genders. Narrators are _narrator_name's."""
     votes: dict[int, Counter] = {}
-    for entity, by, beside in _answers(quotes, speakers, addressed):
+    for entity, by, beside, _ in _answers(quotes, speakers, addressed):
         for other in beside:
             if other not in (None, entity, by):
                 votes.setdefault(entity, Counter())[other] += 1

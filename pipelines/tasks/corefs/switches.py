@@ -7,6 +7,8 @@ pass the environment to the lfcli they run):
   same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases
                     the name passes, in the order they run (name_passes.py)
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
+  narrator_voices   a narrator called by a man's names in some chapters and a woman's in
+                    others is two narrators (voices.py)
   narrator_names    every name others call the narrator by joins the narrator
                     (speakers._narrator_other_names), not only the most frequent
   sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
@@ -17,7 +19,7 @@ from __future__ import annotations
 import os
 
 NAME_PASSES = ("same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
-PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names")
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 
