@@ -306,17 +306,17 @@ def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | No
     `least` times when that is most of the times anyone says it: "Bill", said to the old captain
     by his shipmates three times beside the narrator's quotes and four times elsewhere, is not
     the narrator. Never one that talks with the narrator as
-    often as it is so addressed (two people in a dialogue), nor one whose gender (names, else
-    pronouns: _voice_gender) is not `named`'s."""
+    often as it is so addressed (two people in a dialogue), nor one whose names' gender is not
+    `named`'s."""
     answers = list(_answers(reader.quotes, speakers, addressed))
     votes = Counter(entity for entity, by, beside, _ in answers
                     if by != narrator and narrator in beside and entity not in (named, narrator))
     said = Counter(entity for entity, *_ in answers)
     partners = Counter(frozenset(speakers[q: q + 2]) for q in range(len(reader.quotes) - 1))
-    gender = _voice_gender(reader, groups[named])
+    gender = _gender(reader, groups[named])
     return [k for k, count in votes.items()
             if (count > least or (count == least and 2 * count > said[k])) and partners[frozenset((k, narrator))] < count
-            and _voice_gender(reader, groups[k]) in (None, gender)]
+            and _gender(reader, groups[k]) in (None, gender)]
 
 
 def _answers(quotes, speakers: list[int | None], addressed):
