@@ -18,16 +18,23 @@ label 1/k; the largest share over 2/k is the bias the issue asks to remove):
           held-out novel): 36 documents. Split by passage: the 1/3 passage is "fit", the 2/3
           one "report".
 
-Corrections:
-  none         cos(document, label), as `lfcli classify --labels ...` without --label-prior
-  label-prior  cos(document, label) - the label's mean cosine over the documents classified
-               together (here: the part, fit or report): `lfcli classify DOCS --labels ...
-               --label-prior DOCS` (pipelines/tasks/classify/task.py), the prior measured on
-               the documents themselves
+Corrections (pipelines/tasks/classify/priors.py):
+  none         cos(document, label): `lfcli classify --labels ... --label-prior none`
+  auto         the default: the leave-own-out priors (below) measured on the documents
+               classified together (here: the part, fit or report), applied only when a label
+               takes more than twice its share of them without priors: `lfcli classify DOCS
+               --labels ...`
+  leave-own-out  cos(document, label) - the label's mean cosine over the documents that go to
+               other labels, always applied: `lfcli classify DOCS --labels ... --label-prior DOCS`
+  batch-mean   cos(document, label) - the label's mean cosine over all the documents (what
+               --label-prior did before the leave-own-out priors); shown for comparison
   neutral      cos(document, label) - cos(neutral, label), neutral the mean embedding of 24
                short texts on many subjects (NEUTRAL_TEXTS, written before any run): a fixed
                reference that needs no documents; shown because it does not work (a label's
                prior depends on the kind of documents), so lfcli has no such option
+
+`--one-kind` also scores every part made of the documents of one label only (a batch whose
+texts all say the same label: what the priors may cost there).
 
 The documents' and labels' vectors come from `lfcli.Pipeline("embed")`, which gives what
 `lfcli classify` computes (checked each run: `--check N` documents of each set through
@@ -78,7 +85,7 @@ GENRES = {
     "romance": ["1342_pride_and_prejudice", "158_emma", "105_persuasion"],
 }
 PASSAGE_WORDS = 1500
-CORRECTIONS = ("none", "label-prior", "neutral")
+CORRECTIONS = ("none", "auto", "leave-own-out", "batch-mean", "neutral")
 NEUTRAL_TEXTS = (
     "The meeting has been moved to Thursday afternoon at three o'clock.",
     "Preheat the oven, then mix the flour, butter and sugar in a large bowl.",
@@ -163,11 +170,18 @@ def embed(pipe, texts: list[str]) -> torch.Tensor:
 
 def corrected(cos: torch.Tensor, how: str, neutral_cos: torch.Tensor) -> torch.Tensor:
     """(docs, labels) similarities after the correction `how`."""
+    from lfcli.pipelines.tasks.classify.priors import automatic_priors, leave_own_out_priors
+
+    cos = cos.double()
     if how == "none":
         return cos
     if how == "neutral":
-        return cos - neutral_cos[None, :]
-    if how == "label-prior":
+        return cos - neutral_cos.double()[None, :]
+    if how == "auto":
+        return cos - automatic_priors(cos)[0]
+    if how == "leave-own-out":
+        return cos - leave_own_out_priors(cos)
+    if how == "batch-mean":
         return cos - cos.mean(0, keepdim=True)
     raise ValueError(how)
 
@@ -184,8 +198,8 @@ def evaluate(cos, gold, how, neutral_cos, labels) -> dict:
 
 
 def check_classify(model: str, docs: list[dict], labels: list[str], expected: dict[str, list[str]]) -> None:
-    """lfcli.classify (float32) labels `docs` as this benchmark's computation does: without a
-    correction, and with --label-prior those same documents (written to a temporary JSONL)."""
+    """lfcli.classify (float32) labels `docs` as this benchmark's computation does: with
+    --label-prior none, auto (the default) and those same documents (a temporary JSONL)."""
     import tempfile
 
     import lfcli
@@ -194,13 +208,14 @@ def check_classify(model: str, docs: list[dict], labels: list[str], expected: di
         reference = Path(tmp) / "docs.jsonl"
         reference.write_text("".join(json.dumps({"id": d["id"], "text": d["text"]}) + "\n" for d in docs), encoding="utf-8")
         for how, want in expected.items():
-            prior = {"label_prior": str(reference)} if how == "label-prior" else {}
+            prior = {"label_prior": {"leave-own-out": str(reference)}.get(how, how)}
             rows = lfcli.classify([{"id": d["id"], "text": d["text"]} for d in docs], model=model, labels=labels,
                                   dtype="float32", on_error="fail", **prior)
             got = [r["label"] for r in rows]
             if got != want:
                 raise SystemExit(f"lfcli.classify ({how}) labels {got}, the benchmark {want}")
-    print(f"check: lfcli.classify gives the same labels on {len(docs)} documents, with and without --label-prior (float32)")
+    print(f"check: lfcli.classify gives the same labels on {len(docs)} documents with --label-prior "
+          f"{', '.join(expected)} (float32)")
 
 
 def write_sets(folder: Path, name: str, docs: list[dict], labels: list[str]) -> None:
@@ -218,7 +233,8 @@ def main(argv=None) -> dict:
     p.add_argument("-m", "--model", default="small", help="a tier (small, base) or an embedding model")
     p.add_argument("--sets", default="topics,genres")
     p.add_argument("--dtype", default="float32")
-    p.add_argument("--check", type=int, default=3, help="documents per set to run through lfcli.classify (0: none)")
+    p.add_argument("--check", type=int, default=9, help="documents per set to run through lfcli.classify (0: none)")
+    p.add_argument("--one-kind", action="store_true", help="also each label's documents alone (see the notes)")
     p.add_argument("--quick", action="store_true", help="the topics only, one document an article (a few minutes)")
     p.add_argument("--write", default=None, metavar="DIR", help="also write the sets as JSONL there (not in the repository)")
     p.add_argument("--json", default=None)
@@ -248,9 +264,12 @@ def main(argv=None) -> dict:
         print("| correction | part | accuracy | largest share (label) | " + " | ".join(labels) + " |")
         print("| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in labels) + " |")
         out = results["sets"][name] = {"labels": labels, "documents": len(docs), "neutral_cos": neutral_cos.tolist(), "figures": {}}
+        parts = {part: [i for i, d in enumerate(docs) if part == "all" or d["split"] == part]
+                 for part in ("fit", "report", "all")}
+        if args.one_kind:
+            parts.update({f"only {lab}": [i for i, d in enumerate(docs) if d["label"] == lab] for lab in labels})
         for how in CORRECTIONS:
-            for part in ("fit", "report", "all"):
-                idx = [i for i, d in enumerate(docs) if part == "all" or d["split"] == part]
+            for part, idx in parts.items():
                 gold = [labels.index(docs[i]["label"]) for i in idx]
                 f = out["figures"][f"{how}/{part}"] = evaluate(cos_all[idx], gold, how, neutral_cos, labels)
                 print(f"| {how} | {part} | {100 * f['accuracy']:.1f}% | {100 * f['max_share']:.0f}% ({f['top_label']}) | "
@@ -258,7 +277,7 @@ def main(argv=None) -> dict:
         if args.check:
             idx = list(range(0, len(docs), max(1, len(docs) // args.check)))[: args.check]
             expected = {how: [labels[j] for j in corrected(cos_all[idx], how, neutral_cos).argmax(-1).tolist()]
-                        for how in ("none", "label-prior")}
+                        for how in ("none", "auto", "leave-own-out")}
             check_classify(args.model, [docs[i] for i in idx], labels, expected)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")

@@ -10,7 +10,8 @@ is right when it is its own article's title. Chance is 1/48 = 2.1%.
     python benchmarks/eval_topics.py                 # 10 paragraphs an article (seeded), both tiers
     python benchmarks/eval_topics.py --per-article 3 --tiers small
     python benchmarks/eval_topics.py --quick         # 2 an article
-    python benchmarks/eval_topics.py --label-prior   # with --label-prior the paragraphs themselves
+    python benchmarks/eval_topics.py --label-prior none   # without label priors (default: auto, as lfcli)
+    python benchmarks/eval_topics.py --label-prior docs   # --label-prior the paragraphs themselves
 """
 
 from __future__ import annotations
@@ -41,16 +42,16 @@ def sample(per_article: int, seed: int = 0) -> tuple[list[dict], list[str]]:
     return docs, titles
 
 
-def accuracy(tier: str, docs: list[dict], titles: list[str], dtype: str, label_prior: bool = False) -> tuple[float, float]:
-    """(top-1 accuracy, seconds) of `lfcli.classify` with the tier's model; with `label_prior`,
-    --label-prior the documents themselves (written to a temporary JSONL)."""
+def accuracy(tier: str, docs: list[dict], titles: list[str], dtype: str, label_prior: str = "auto") -> tuple[float, float]:
+    """(top-1 accuracy, seconds) of `lfcli.classify` with the tier's model and --label-prior
+    `label_prior` (auto, none, or docs: the documents themselves, written to a temporary JSONL)."""
     import tempfile
 
     import lfcli
 
     with tempfile.TemporaryDirectory() as tmp:
-        prior = {}
-        if label_prior:
+        prior = {"label_prior": label_prior}
+        if label_prior == "docs":
             path = Path(tmp) / "docs.jsonl"
             path.write_text("".join(json.dumps({"id": d["id"], "text": d["text"]}) + "\n" for d in docs), encoding="utf-8")
             prior = {"label_prior": str(path)}
@@ -68,7 +69,8 @@ def main(argv=None) -> dict:
     p.add_argument("--tiers", default="small,base", help="comma-separated: small, base")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--quick", action="store_true", help="2 paragraphs an article")
-    p.add_argument("--label-prior", action="store_true", help="lfcli classify --label-prior the paragraphs themselves")
+    p.add_argument("--label-prior", default="auto", choices=("auto", "none", "docs"),
+                   help="lfcli classify --label-prior: auto (the default), none, or docs (the paragraphs themselves)")
     args = p.parse_args(argv)
     if not SQUAD.is_file():
         raise SystemExit(f"needs {SQUAD} (../shared/data beside the repository)")
@@ -76,7 +78,7 @@ def main(argv=None) -> dict:
     info = common.machine_info(common.resolve_device("cpu"))
     print(f"# {info.get('cpu', '?')}, {info['cpu_count']} CPUs, {info['time']}; {len(docs)} SQuAD paragraphs, "
           f"{len(titles)} article titles as labels (chance {100 / len(titles):.1f}%), {args.dtype}"
-          f"{', --label-prior the paragraphs' if args.label_prior else ''}")
+          f", --label-prior {'the paragraphs' if args.label_prior == 'docs' else args.label_prior}")
     print("| tier | model | accuracy | seconds |")
     print("| --- | --- | ---: | ---: |")
     from lfcli.models.bundled import TIERS

@@ -146,6 +146,11 @@ class TaskSpec:
     # (corpus, model, output, PretrainConfig, **run options) -> summary: `lfcli pretrain-continue`
     pretrain: Callable | None = None
     pretrain_options: tuple[Option, ...] = ()  # its own options there (the run's settings)
+    # (options, first_texts) -> the options for workers that each run a part of one job (Ray):
+    # whatever the task measures on the job's first documents (its Task.begin), fixed from
+    # first_texts(n, chars), the job's first n texts (at most `chars` characters), so that every
+    # part scores as the whole job would locally. None: the options as they are.
+    for_workers: Callable[[dict, Callable[[int, int], list[str]]], dict] | None = None
 
     @property
     def fields(self) -> tuple[str, ...]:

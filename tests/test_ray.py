@@ -97,12 +97,18 @@ def _rows(path: Path) -> dict[str, dict]:
     return {r["id"]: r for r in rows}
 
 
-@pytest.mark.parametrize("task", ["embed", "classify", "qa"])
-def test_ray_engine_gives_the_local_engines_rows(ray_cluster, ckpts, dataset, tmp_path, task):
+@pytest.mark.parametrize("job", ["embed", "classify", "qa", "zero-shot"])
+def test_ray_engine_gives_the_local_engines_rows(ray_cluster, ckpts, dataset, tmp_path, job):
     # embed takes ids from a column; classify and qa number the rows (ids "part-0.parquet:17").
-    common = ["--text-column", "body", "-m", ckpts[task], "--dtype", "float32", "--quiet"]
+    # Zero-shot classify's label priors (--label-prior auto) are measured on the job's first
+    # documents, there as here: a label that is the first sentence takes most rows, so they apply.
+    task = "classify" if job == "zero-shot" else job
+    model = ckpts["embed" if job == "zero-shot" else task]
+    common = ["--text-column", "body", "-m", model, "--dtype", "float32", "--quiet"]
     if task == "embed":
         common += ["--id-column", "doc_id"]
+    if job == "zero-shot":
+        common += ["--labels", f"{SENTENCES[0]},medicine,fiction,politics"]
     local, out = tmp_path / "local.parquet", tmp_path / "out"
     r = invoke(task, dataset, *common, "-o", local)
     assert r.exit_code == 0, r.output
@@ -128,7 +134,7 @@ def test_ray_engine_gives_the_local_engines_rows(ray_cluster, ckpts, dataset, tm
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     other = "corefs" if task != "corefs" else "embed"
     r = invoke(other, dataset, "--text-column", "body", "-m", ckpts[other], "-o", out, "--engine", "ray", "--resume")
-    assert r.exit_code == 2 and r.stderr == (f"lfcli: error: {out} was written by `lfcli {task}` (model {ckpts[task]}); "
+    assert r.exit_code == 2 and r.stderr == (f"lfcli: error: {out} was written by `lfcli {task}` (model {model}); "
                                              f"this is `lfcli {other}`: resume with the same command or use --force\n")
     r = invoke(task, dataset, *common, "-o", out, "--engine", "ray", "--resume", "--dtype", "bfloat16")
     assert r.exit_code == 2 and "with --dtype float32; this run has --dtype bfloat16" in r.stderr

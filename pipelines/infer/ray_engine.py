@@ -50,7 +50,8 @@ from ..io.parquet_writer import normalize_schema
 from ..io.readers import Document
 from ..progress import note
 from ..wording import plural
-from .ray_inputs import DOC_COLUMNS, list_inputs, read_row_groups, reader_options, remaining_units, take_group, unit_key
+from .ray_inputs import (DOC_COLUMNS, first_texts, list_inputs, read_row_groups, reader_options, remaining_units,
+                         take_group, unit_key)
 from .ray_manifest import Manifest
 from .runner import Pipeline, Stats, check_options, check_pair, model_name
 
@@ -339,6 +340,8 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
             tally_name = f"lfcli-tally-{os.getpid()}-{time.time_ns()}"
             tally = ray.remote(num_cpus=0)(_Tally).options(name=tally_name).remote()
             actor_opts = {**pipe_opts, "device": _actor_device(device, gpus)}
+            if spec.for_workers is not None:  # what the task reads ahead, the same for every actor
+                actor_opts = spec.for_workers(actor_opts, lambda n, chars: first_texts(files, reader, n, chars))
             fixed = os.environ.get("LFCLI_RAY_GROUP_MB")
             size = float(fixed) * 2**20 * workers if fixed else FIRST_GROUP_BYTES * workers
             total_rows = sum(files[f].group_rows[g] for f, g in units)

@@ -162,3 +162,20 @@ def read_row_groups(batch, files: list[ParquetInput], opts: ReadOptions) -> Iter
                     **{name: [v if isinstance(v, str) else None for v in values.get(name, [None] * len(texts))]
                        for name in opts.fields},
                 }, schema=schema)
+
+
+def first_texts(files: list[ParquetInput], opts: ReadOptions, n: int, chars: int) -> list[str]:
+    """The texts of the job's first n documents, in order (at most until `chars` characters are
+    reached, as a local job's Task.begin reads them; "" for a row that has none), read by the
+    same reader as the actors' (read_row_groups)."""
+    texts: list[str] = []
+    total = 0
+    for f, info in enumerate(files):
+        for g in range(len(info.group_rows)):
+            for table in read_row_groups(pa.table({"file": [f], "row_group": [g]}), files, opts):
+                for text in table.column("text").to_pylist():
+                    texts.append(text or "")
+                    total += len(text or "")
+                    if len(texts) == n or total >= chars:
+                        return texts
+    return texts

@@ -192,6 +192,21 @@ def check_pair(spec: TaskSpec, given: str | None, inputs_have_it: bool) -> None:
         raise UsageError(f"{spec.pair_missing or f'lfcli {spec.name} needs a {spec.pair}'}; no input has one")
 
 
+class ModelCalls:
+    """What a task's setup and begin may ask of the loaded model: one document's window
+    results (`calls(i, doc)`), or several documents' with their windows batched together
+    (`calls.many(docs)`: a list, None where a document cannot be read or run)."""
+
+    def __init__(self, runner: "Pipeline"):
+        self.runner = runner
+
+    def __call__(self, doc_index: int, doc: Document) -> list[Any]:
+        return self.runner._run_one(doc_index, doc)
+
+    def many(self, docs: list[Document]) -> list[list[Any] | None]:
+        return self.runner._run_many(docs)
+
+
 @dataclass
 class Stats:
     docs: int = 0
@@ -279,7 +294,8 @@ class Pipeline:
         self.read_ahead = torch_device.type == "cuda" if read_ahead is None else read_ahead
         self.stats = Stats()
         self.heap = HeapKeeper()  # a long job's memory stays flat (heap.py)
-        self.task.setup(self.model, self._run_one)
+        self.calls = ModelCalls(self)
+        self.task.setup(self.model, self.calls)
 
     # -- model calls ----------------------------------------------------------------------
     def _tensors(self, items: list[Item]) -> dict:
@@ -321,6 +337,30 @@ class Pipeline:
             out.update(zip(map(id, batch), self._forward(batch)))
         return [out[id(it)] for it in prepared.items]
 
+    def _run_many(self, docs: list[Document]) -> list[list[Any] | None]:
+        """Each document's window results (None where it cannot be read or run), the windows
+        of several documents batched together, in chunks as a job runs them (for a task's
+        look-ahead, e.g. zero-shot label priors)."""
+        out: list[list[Any] | None] = []
+        for chunk in self._chunks(docs, frozenset()):
+            _, prepared, _ = self._prepare_chunk(chunk)
+            items = [it for p in prepared.values() for it in p.items]
+            results: dict[int, Any] = {}
+            try:
+                for batch in self._batches(items):
+                    results.update(zip(map(id, batch), self._forward(batch)))
+            except (ValueError, RuntimeError):  # one document breaks a batch: each alone
+                results = {}
+                for i in prepared:
+                    try:
+                        results.update(zip(map(id, prepared[i].items), self._run_one(i, chunk[i])))
+                    except (ValueError, RuntimeError):
+                        pass
+            out += [[results[id(it)] for it in prepared[i].items]
+                    if i in prepared and all(id(it) in results for it in prepared[i].items) else None
+                    for i in range(len(chunk))]
+        return out
+
     # -- the job --------------------------------------------------------------------------
     def run(
         self,
@@ -333,6 +373,7 @@ class Pipeline:
         if on_error not in ("skip", "fail"):
             raise UsageError("--on-error must be skip or fail")
         self.stats = Stats(started=time.perf_counter())
+        documents = self.task.begin(documents, self.calls)  # before any row: a task's look-ahead
         prepared = (self._prepare_chunk(chunk) for chunk in self._chunks(documents, skip_ids))
         if self.read_ahead:
             prepared = read_ahead(prepared, depth=2)

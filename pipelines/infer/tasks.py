@@ -15,7 +15,7 @@ tokenize.plan_windows); each token is owned by the window where it sits furthest
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
@@ -82,7 +82,13 @@ class Task:
         self.options = options
 
     def setup(self, model, run_batch) -> None:
-        """Called once with the loaded model (e.g. to embed zero-shot labels)."""
+        """Called once with the loaded model (e.g. to embed zero-shot labels). run_batch(i, doc):
+        one document's window results; run_batch.many(docs): several documents' (runner.ModelCalls)."""
+
+    def begin(self, documents: Iterable[Document], run_batch) -> Iterable[Document]:
+        """Called as a job starts, before any row: the documents, in the same order (a task may
+        read some ahead, e.g. zero-shot classify's label priors)."""
+        return documents
 
     def prepare(self, doc_index: int, doc: Document) -> Prepared:
         return document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap)

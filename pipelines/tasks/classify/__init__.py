@@ -13,25 +13,29 @@ from ...registry import Option, TaskSpec, TrainingDefaults, evaluation_in, lazy,
 # The contrastive-training temperature of sentence-embedding models, which spreads their
 # narrow cosine range over the labels (task.ZeroShotClassifyTask).
 ZERO_SHOT_TEMPERATURE = 0.05
-# Zero-shot label priors (--label-prior PATH, task.ZeroShotClassifyTask). A label text can sit
-# nearer every document of a kind than the other labels do, and then wins those documents
+# Zero-shot label priors (--label-prior, priors.py, task.ZeroShotClassifyTask). A label text can
+# sit nearer every document of a kind than the other labels do, and then wins those documents
 # whatever they say (on passages of novels, the small tier gave "adventure story" 50% of 36
-# passages of six genres, and "western" and "gothic horror" none). With --label-prior, each
-# label's mean cosine over reference documents (given as the inputs themselves, the
-# documents classified together: at most LABEL_PRIOR_DOCS of them, the first) is its prior,
-# subtracted from its cosine with every document before the softmax. Fixed "neutral" texts
+# passages of six genres, and "western" and "gothic horror" none). A label's prior, taken off
+# its cosine with every document before the softmax, is its mean cosine with the documents
+# that go to other labels. `auto` (the default) measures the priors on the first
+# LABEL_PRIOR_DOCS input documents, embedded before the first row (and not again), and applies
+# them only when a label takes more than twice its share there; `none` never; a file or folder
+# of documents like the inputs always applies priors measured on them. Fixed "neutral" texts
 # instead of the documents did not help (benchmarks/eval_label_bias.py): a label's prior
 # depends on the kind of documents.
 LABEL_PRIOR_DOCS = 256
+LABEL_PRIOR_CHARS = 32_000_000  # and at most this many characters of them
 OPTIONS = (
     Option("labels", ("--labels",), str, None, "Zero-shot: comma-separated labels, e.g. 'sports,politics,science'."),
     Option("labels_file", ("--labels-file",), str, None, "Zero-shot: one label per line, optionally 'label: description'."),
     Option("temperature", ("--temperature",), float, ZERO_SHOT_TEMPERATURE,
            "Zero-shot softmax temperature over cosine similarities."),
-    Option("label_prior", ("--label-prior",), str, None,
-           "Zero-shot: a file or folder of documents like the inputs (usually the inputs themselves); each label's "
-           "mean similarity to them is subtracted from its similarity to every document, so that a label near all "
-           f"of them does not win them all (at most {LABEL_PRIOR_DOCS} documents, the first; read with --text-column text)."),
+    Option("label_prior", ("--label-prior",), str, "auto",
+           "Zero-shot: auto, none, or a file or folder of documents like the inputs. A label's prior (its mean "
+           "similarity to the documents that go to other labels) is taken off its similarity to every document, so "
+           f"that a label near all of them does not win them all. auto: measured on the first {LABEL_PRIOR_DOCS} "
+           "inputs, applied only when a label takes more than twice its share of them; none: never."),
 )
 
 
@@ -57,8 +61,8 @@ def parse_labels(options: dict) -> dict:
             if line.strip() and not line.lstrip().startswith("#"):
                 name, _, desc = line.partition(":")
                 options["labels"].append((name.strip(), desc.strip()))
-    if options.get("labels") is None and options.get("label_prior") is None:
-        options.pop("temperature", None)  # only zero-shot has one
+    if options.get("labels") is None and options.get("label_prior") in (None, "auto", "none"):
+        options.pop("temperature", None)  # only zero-shot has them
         options.pop("label_prior", None)
     return options
 
@@ -69,8 +73,9 @@ def check(options: dict) -> None:
         if prior is not None:
             raise UsageError("--label-prior corrects zero-shot labels: give --labels or --labels-file too")
         return
-    if prior is not None and (not isinstance(prior, (str, Path)) or str(prior) == "-" or not Path(prior).exists()):
-        raise InputError(f"--label-prior {prior}: no such file or folder (give documents like the inputs, e.g. the inputs)")
+    if prior not in (None, "auto", "none") and not isinstance(prior, list) and (  # a list: for_workers's texts
+            not isinstance(prior, (str, Path)) or str(prior) == "-" or not Path(prior).exists()):
+        raise InputError(f"--label-prior {prior}: no such file or folder (give auto, none, or documents like the inputs)")
     names = [name for name, _ in labels]
     if len(names) < 2:
         given = f" (got only {names[0]!r})" if names else ""
@@ -84,6 +89,14 @@ def check(options: dict) -> None:
 
 def zero_shot(options: dict) -> bool:
     return options.get("labels") is not None
+
+
+def for_workers(options: dict, first_texts) -> dict:
+    """Zero-shot with --label-prior auto, run in parts (Ray): every worker measures the priors
+    on the job's first documents, as the local job does (task.ZeroShotClassifyTask.begin)."""
+    if not zero_shot(options) or options.get("label_prior", "auto") != "auto":
+        return options
+    return {**options, "label_prior": list(first_texts(LABEL_PRIOR_DOCS, LABEL_PRIOR_CHARS))}
 
 
 FINETUNE_OPTIONS = (
@@ -108,6 +121,7 @@ SPEC = TaskSpec(
     check=check,
     page=lazy("lfcli.pipelines.view.classify_page", "classify_page"),
     row_fields=("label",),
+    for_workers=for_workers,
     finetune=lazy(__name__ + ".train", "setup_classify"),
     finetune_summary=("Train a document classifier. DATA: JSONL/Parquet with text and label, a folder with one "
                       "subfolder per label, or a SemEval hyperpartisan articles XML (ground truth beside it)."),

@@ -7,15 +7,18 @@ probabilities averaged, each weighted by the tokens it owns), or zero-shot with 
 
 from __future__ import annotations
 
+import itertools
+
 import pyarrow as pa
 import torch
 
 from ...errors import InputError
-from ...infer.tasks import Task
+from ...infer.tasks import Prepared, Task
 from ...io.readers import Document, iter_documents
 from ...progress import note
 from ..embed.task import EmbedTask, pooling_options
-from . import LABEL_PRIOR_DOCS, ZERO_SHOT_TEMPERATURE
+from . import LABEL_PRIOR_CHARS, LABEL_PRIOR_DOCS, ZERO_SHOT_TEMPERATURE
+from .priors import automatic_priors, leave_own_out_priors, shares
 
 
 def classify_schema() -> pa.Schema:
@@ -70,20 +73,24 @@ class ZeroShotClassifyTask(EmbedTask):
     temperature T: p = softmax((cos - prior) / T). T = 0.05 by default, the contrastive-training
     temperature of sentence-embedding models, which spreads their narrow cosine range.
 
-    prior: 0, or with `label_prior` (a file or folder of reference documents, usually the
-    inputs themselves) each label's mean cosine with those documents (at most
-    LABEL_PRIOR_DOCS, the first), embedded once at start: a label that sits near every
-    document of the kind stops winning them all (see classify/__init__.py)."""
+    prior (priors.py): each label's mean cosine with the documents that go to other labels.
+    `label_prior` "auto": measured on the first input documents (`begin`: embedded once, their
+    vectors kept for their rows) and applied only when a label takes more than twice its share
+    of them; a list of texts: the same, on those texts (a Ray worker's part of a job: the job's
+    first texts, classify.for_workers); "none": zeros; a file or folder: measured on its
+    documents, always applied."""
 
     name = "classify"
 
     def __init__(self, tokenizer, policy, labels: list[tuple[str, str]], temperature: float,
-                 label_prior: str | None = None, **kw):
+                 label_prior: str | None = "auto", **kw):
         super().__init__(tokenizer, policy, **kw)
         self.labels = [name for name, _ in labels]
         self.label_texts = [f"{name}: {desc}" if desc else name for name, desc in labels]
         self.temperature = temperature
-        self.label_prior = label_prior
+        self.label_prior = "auto" if label_prior is None else label_prior
+        self.measured = self.label_prior == "none"  # whether the priors are known
+        self.known: dict[tuple[str, str], torch.Tensor] = {}  # (id, text) -> vector, from `begin`
 
     def setup(self, model, run_batch):
         super().setup(model, run_batch)
@@ -91,19 +98,70 @@ class ZeroShotClassifyTask(EmbedTask):
         vecs = [self.pool(run_batch(i, d)) for i, d in enumerate(docs)]
         self.label_matrix = torch.nn.functional.normalize(torch.stack(vecs), dim=-1)
         self.prior = torch.zeros(len(self.labels))
-        if self.label_prior is not None:
-            self.prior = self.label_priors(reference_documents(self.label_prior), run_batch)
+        if isinstance(self.label_prior, list):
+            first = [Document(str(i), t) for i, t in enumerate(self.label_prior) if t and t.strip()]
+            self.automatic([self.pool(r) for r in run_batch.many(first) if r is not None])
+            self.measured = True
+        elif self.label_prior not in ("auto", "none"):
+            docs = reference_documents(self.label_prior)
+            vecs = [self.pool(results) for results in run_batch.many(docs) if results is not None]
+            self.prior = leave_own_out_priors(self.cosines(vecs)).float()
+            self.say_priors(f"label priors from {len(docs)} document{'s' * (len(docs) != 1)} of {self.label_prior}")
+            self.measured = True
 
-    def label_priors(self, docs: list[Document], run_batch) -> torch.Tensor:
-        """Each label's mean cosine with the documents `docs`."""
-        prior = torch.stack([self.label_matrix @ torch.nn.functional.normalize(self.pool(run_batch(i, d)), dim=0)
-                             for i, d in enumerate(docs)]).mean(0)
-        note(f"label priors from {len(docs)} document{'s' * (len(docs) != 1)} of {self.label_prior}: "
-             + ", ".join(f"{name} {float(p):.3f}" for name, p in zip(self.labels, prior)))
-        return prior
+    def begin(self, documents, run_batch):
+        """With "auto", the first LABEL_PRIOR_DOCS documents (at most LABEL_PRIOR_CHARS
+        characters) are embedded, their labels' priors measured, and their vectors kept for
+        their rows; the documents come back unchanged, in order. Once a job: a second run of the
+        same pipeline keeps the first one's priors."""
+        if self.measured:
+            return documents
+        self.measured = True
+        documents = iter(documents)
+        head, chars = [], 0
+        for doc in documents:
+            head.append(doc)
+            chars += len(doc.text or "")
+            if len(head) == LABEL_PRIOR_DOCS or chars >= LABEL_PRIOR_CHARS:
+                break
+        readable = [d for d in head if d.error is None and d.text and d.text.strip()]
+        vecs = []
+        for doc, results in zip(readable, run_batch.many(readable)):
+            if results is not None:
+                vecs.append(self.pool(results))
+                self.known[(doc.id, doc.text)] = vecs[-1]
+        self.automatic(vecs)
+        return itertools.chain(head, documents)
+
+    def automatic(self, vecs: list[torch.Tensor]) -> None:
+        """The priors of "auto" from the first documents' vectors (priors.automatic_priors)."""
+        if not vecs:
+            return
+        cos = self.cosines(vecs)
+        prior, biased = automatic_priors(cos)
+        self.prior = prior.float()
+        if biased is not None:
+            share = float(shares(cos.argmax(-1), len(self.labels))[biased])
+            self.say_priors(f"label priors (auto): {self.labels[biased]!r} took {100 * share:.0f}% of "
+                            f"{len(vecs)} documents without them (--label-prior none to keep it)")
+
+    def cosines(self, vecs: list[torch.Tensor]) -> torch.Tensor:
+        """(documents, labels) cosines of pooled document vectors, in float64."""
+        docs = torch.nn.functional.normalize(torch.stack(vecs).double(), dim=-1)
+        return docs @ self.label_matrix.double().T
+
+    def say_priors(self, what: str) -> None:
+        note(f"{what}: " + ", ".join(f"{name} {float(p):.3f}" for name, p in zip(self.labels, self.prior)))
+
+    def prepare(self, doc_index, doc):
+        vec = self.known.pop((doc.id, doc.text), None)
+        if vec is None:
+            return super().prepare(doc_index, doc)
+        return Prepared(self.tok.encode(doc.text), [], {"vector": vec})  # embedded by `begin`: no windows
 
     def finish(self, doc, prepared, results):
-        vec = torch.nn.functional.normalize(self.pool(results), dim=0)
+        vec = prepared.extra["vector"] if "vector" in prepared.extra else self.pool(results)
+        vec = torch.nn.functional.normalize(vec, dim=0)
         probs = torch.softmax((self.label_matrix @ vec - self.prior) / self.temperature, dim=0)
         return label_row(doc, self.labels, probs)
 
@@ -133,5 +191,5 @@ def runner(tokenizer, policy, config, options: dict) -> Task:
     if options.get("labels") is None:
         return ClassifyTask(tokenizer, policy)
     temperature = options.get("temperature", ZERO_SHOT_TEMPERATURE)
-    return ZeroShotClassifyTask(tokenizer, policy, options["labels"], temperature, options.get("label_prior"),
+    return ZeroShotClassifyTask(tokenizer, policy, options["labels"], temperature, options.get("label_prior", "auto"),
                                 **pooling_options(config, {}))
