@@ -67,9 +67,13 @@ def test_the_saved_window_terms_are_read_and_bad_ones_left_out(capsys):
     older = {"method": CALIBRATION_METHOD, "temperature": 0.9}  # a model calibrated on paragraphs only
     assert qa_calibration(config_with(older)) == QACalibration(0.9)
     capsys.readouterr()
-    for bad in (-1.0, "1", True, float("nan"), 1e6):
+    # b may go down to -1 (the no-answer mass stays one window's), g not below 0
+    assert qa_calibration(config_with({**saved, "window_exponent": -1.0})) == QACalibration(0.9, -1.0, 0.3)
+    for bad in (-1.5, "1", True, float("nan"), 1e6):
         assert qa_calibration(config_with({**saved, "window_exponent": bad})) == QACalibration(0.9)
         assert "window_exponent" in capsys.readouterr().err
+    assert qa_calibration(config_with({**saved, "window_temperature": -0.1})) == QACalibration(0.9)
+    assert "window_temperature" in capsys.readouterr().err
     assert qa_calibration(config_with({"method": "isotonic"})) == QACalibration()
 
 
@@ -99,7 +103,11 @@ def test_fit_window_terms_recovers_known_terms_and_keeps_the_temperature():
     # none needed: data made without window terms fits (near) none
     cases, right = synthetic_books(QACalibration(1.0), seed=1)
     none = fit_window_terms(cases, right, temperature=1.0)
-    assert none.window_exponent < 0.3 and none.window_temperature < 0.1
+    assert abs(none.window_exponent) < 0.3 and none.window_temperature < 0.1
+    # a no-answer mass that stays one window's (b = -1) is found too
+    cases, right = synthetic_books(QACalibration(1.0, -1.0, 0.0), seed=2)
+    flat = fit_window_terms(cases, right, temperature=1.0)
+    assert flat.window_exponent == pytest.approx(-1.0, abs=0.3) and flat.window_temperature < 0.1
     # too few questions, or nothing to tell apart: no terms
     assert fit_window_terms(cases[:10], right[:10], temperature=0.9) == QACalibration(0.9)
     assert fit_window_terms(cases, [False] * len(cases), temperature=0.9) == QACalibration(0.9)

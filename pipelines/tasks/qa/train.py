@@ -50,7 +50,7 @@ from ...io.readers import Document, iter_documents
 from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ...wording import plural
 from . import MAX_EVAL, NEGATIVES, TRAIN_MAX_LENGTH
-from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, WINDOW_TERM_RANGE, QACalibration, QACandidates
+from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, WINDOW_TERM_RANGES, QACalibration, QACandidates
 from .task import QATask
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
@@ -350,13 +350,13 @@ def _golden(f, lo: float, hi: float, tol: float = 1e-3) -> tuple[float, float]:
     return x, f(x)
 
 
-WINDOW_GRID = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+WINDOW_GRID = (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 def fit_window_terms(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],
-                     temperature: float = DEFAULT_TEMPERATURE, bounds: tuple[float, float] = WINDOW_TERM_RANGE) -> QACalibration:
+                     temperature: float = DEFAULT_TEMPERATURE) -> QACalibration:
     """The window terms (answers.QACalibration: window_exponent b, window_temperature g, each
-    within `bounds`) whose scores of the answers `cases` give the least log loss of `right`, the
+    within its answers.WINDOW_TERM_RANGES) whose scores of the answers `cases` give the least log loss of `right`, the
     one-window temperature kept at `temperature` (fitted on paragraphs): the best point of a
     grid, then golden-section searches along each term in turn until neither moves. Fit on
     documents of many windows (whole books): with one window the terms change nothing. With
@@ -368,15 +368,16 @@ def fit_window_terms(cases: list[tuple[QACandidates, tuple[int, int, float]]], r
     def loss(b: float, g: float) -> float:
         return _log_loss(cases, right, QACalibration(temperature, b, g))
 
-    grid = [x for x in WINDOW_GRID if bounds[0] <= x <= bounds[1]] or [bounds[0]]
-    best = min(((loss(b, g), b, g) for b in grid for g in grid))
+    b_range, g_range = (WINDOW_TERM_RANGES[name] for name in ("window_exponent", "window_temperature"))
+    best = min((loss(b, g), b, g) for b in WINDOW_GRID if b_range[0] <= b <= b_range[1]
+               for g in WINDOW_GRID if g_range[0] <= g <= g_range[1])
     value, b, g = best
     for _ in range(6):
         moved = False
-        b_new, value_b = _golden(lambda x: loss(x, g), max(bounds[0], b - 2.0), min(bounds[1], b + 2.0))
+        b_new, value_b = _golden(lambda x: loss(x, g), max(b_range[0], b - 2.0), min(b_range[1], b + 2.0))
         if value_b < value - 1e-9:
             b, value, moved = b_new, value_b, True
-        g_new, value_g = _golden(lambda x: loss(b, x), max(bounds[0], g - 2.0), min(bounds[1], g + 2.0))
+        g_new, value_g = _golden(lambda x: loss(b, x), max(g_range[0], g - 2.0), min(g_range[1], g + 2.0))
         if value_g < value - 1e-9:
             g, value, moved = g_new, value_g, True
         if not moved:
