@@ -1,12 +1,12 @@
 """Quality: extractive QA over whole novels, and how far its score can be trusted there.
 
-The questions are benchmarks/book_qa.json: 88 questions over 11 whole public-domain works of
-fiction, 8 novels and novellas and 3 short works (LitBank's original Project Gutenberg texts,
+The questions are benchmarks/book_qa.json: 184 questions over 23 whole public-domain works of
+fiction, 20 novels and novellas and 3 short works (LitBank's original Project Gutenberg texts,
 read from ../shared/data/litbank/original; no book text is kept in the repository), each with
 answers written as they stand in the book (checked here, white space collapsed as `lfcli qa`
 writes answers). None is one of the novels held out from this project's work. Every question
 is asked of its whole book, decoded exactly as `lfcli qa BOOK -q QUESTION` decodes (256-token
-windows: 40-500 a book);
+windows: 50-500 a book);
 `--check-cli N` runs that command on N questions and checks its answer and score.
 
 An answer is right when its SQuAD token F1 with one of the gold answers is at least 0.5 (as
@@ -23,7 +23,7 @@ fit saw. `--save-calibration` writes the fitted terms into the model folder's co
 The model's answers and candidates are cached (`--cache FILE`, JSON: margins and spans, no
 book text), so a refit does not rerun the model.
 
-    python benchmarks/eval_book_qa.py --cache /tmp/book_qa_small.json            # small tier, all 88
+    python benchmarks/eval_book_qa.py --cache /tmp/book_qa_small.json            # small tier, all 184
     python benchmarks/eval_book_qa.py --cache /tmp/book_qa_small.json --fit --save-calibration
     python benchmarks/eval_book_qa.py -m base --books 208,219 --cache /tmp/book_qa_base.json
     python benchmarks/eval_book_qa.py --quick --fit      # 4 questions over Bartleby and Daisy Miller
