@@ -248,6 +248,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, help="JSON of the model's answers and candidates: read if there, else written")
     p.add_argument("--fit", action="store_true", help="fit the window terms on the fit books, report on the others")
     p.add_argument("--save-calibration", action="store_true", help="with --fit: write the terms into the model's config.json")
+    p.add_argument("--fit-all", action="store_true",
+                   help="with --fit: fit on every book's questions, not the fit books' (with --lobo: how the same fit "
+                        "does on a book it did not see)")
     p.add_argument("--lobo", action="store_true",
                    help="also leave one book out: each book scored with terms fitted on all the others, pooled")
     p.add_argument("--check-cli", type=int, default=0, metavar="N", help="run `lfcli qa BOOK -q` on N questions and compare")
@@ -301,10 +304,12 @@ def main(argv=None) -> dict:
               "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     print(header)
     calibrations = {"paragraph temperature only": paragraph, "saved in config.json": saved}
+    fit_ids = [q["id"] for q in questions] if args.fit_all else split["fit"]
+    fit_name = "fitted on all books" if args.fit_all else "fitted on the fit books"
     if args.fit:
-        cases, right, _ = cases_of(cache, split["fit"])
+        cases, right, _ = cases_of(cache, fit_ids)
         fitted = fit_window_terms(cases, right, saved.temperature)
-        calibrations["fitted on the fit books"] = fitted
+        calibrations[fit_name] = fitted
         results["fitted"] = vars(fitted)
     for name, cal in calibrations.items():
         for part in ("fit", "report"):
@@ -320,15 +325,20 @@ def main(argv=None) -> dict:
         f0 = results["figures"]["paragraph temperature only / all books"] = figures(*cases_of(cache, everything)[:2], paragraph)
         print(_row("paragraph temperature only / all books", f0))
         print(_row("each book with terms fitted on the other books / all books", f))
+        for name in ("saved in config.json", fit_name):
+            if name in calibrations:
+                f = results["figures"][f"{name} / all books"] = figures(*cases_of(cache, everything)[:2], calibrations[name])
+                print(_row(f"{name} / all books", f))
     squad_rows(cache, calibrations, results)
     per_book_and_question(cache, questions, books, saved, results)
     if args.fit and args.save_calibration:
         from lfcli.pipelines.tasks.qa.train import save_window_terms
 
-        fit_books = sorted({q["book"] for q in questions if q["id"] in split["fit"]})
-        path = save_window_terms(Path(cache["folder"]), calibrations["fitted on the fit books"],
-                                 f"benchmarks/book_qa.json: the {len(split['fit'])} questions of {fit_books} "
-                                 f"(benchmarks/eval_book_qa.py --fit, dtype {cache['dtype']})")
+        fit_books = sorted({q["book"] for q in questions if q["id"] in fit_ids})
+        path = save_window_terms(Path(cache["folder"]), calibrations[fit_name],
+                                 f"benchmarks/book_qa.json: the {len(fit_ids)} questions of {fit_books} "
+                                 f"(benchmarks/eval_book_qa.py --fit{' --fit-all' if args.fit_all else ''}, "
+                                 f"dtype {cache['dtype']})")
         print(f"saved in {path}", file=sys.stderr)
     if args.check_cli:
         worst = check_cli(args.model, args.dtype, questions, cache, books_dir, args.check_cli)
