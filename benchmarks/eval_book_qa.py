@@ -240,6 +240,17 @@ def squad_rows(cache: dict, calibrations: dict, results: dict) -> None:
                 print(_row(f"{name} / SQuAD {part}s ({min(windows)}-{max(windows)} windows)", f))
 
 
+def save_terms(cache: dict, questions: list[dict], fit_ids: list[str], calibration, fit_all: bool) -> None:
+    """Write the fitted window terms into the model folder's config.json, naming what fitted them."""
+    from lfcli.pipelines.tasks.qa.train import save_window_terms
+
+    fit_books = sorted({q["book"] for q in questions if q["id"] in fit_ids})
+    path = save_window_terms(Path(cache["folder"]), calibration,
+                             f"benchmarks/book_qa.json: the {len(fit_ids)} questions of {fit_books} "
+                             f"(benchmarks/eval_book_qa.py --fit{' --fit-all' if fit_all else ''}, dtype {cache['dtype']})")
+    print(f"saved in {path}", file=sys.stderr)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-m", "--model", default="small", help="a tier (small, base), a bundled name or a QA model folder")
@@ -332,14 +343,7 @@ def main(argv=None) -> dict:
     squad_rows(cache, calibrations, results)
     per_book_and_question(cache, questions, books, saved, results)
     if args.fit and args.save_calibration:
-        from lfcli.pipelines.tasks.qa.train import save_window_terms
-
-        fit_books = sorted({q["book"] for q in questions if q["id"] in fit_ids})
-        path = save_window_terms(Path(cache["folder"]), calibrations[fit_name],
-                                 f"benchmarks/book_qa.json: the {len(fit_ids)} questions of {fit_books} "
-                                 f"(benchmarks/eval_book_qa.py --fit{' --fit-all' if args.fit_all else ''}, "
-                                 f"dtype {cache['dtype']})")
-        print(f"saved in {path}", file=sys.stderr)
+        save_terms(cache, questions, fit_ids, calibrations[fit_name], args.fit_all)
     if args.check_cli:
         worst = check_cli(args.model, args.dtype, questions, cache, books_dir, args.check_cli)
         results["cli_max_abs_diff"] = worst
