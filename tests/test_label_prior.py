@@ -104,9 +104,13 @@ def twin(cos: torch.Tensor, prior: torch.Tensor) -> list[dict[str, float]]:
 
 
 def assert_rows(rows: list[dict], want: list[dict[str, float]]) -> None:
+    """Scores to float32 rounding; the label where the twin's top two are not a near tie (one
+    that another CPU's rounding could flip)."""
     for row, w in zip(rows, want, strict=True):
         assert row["scores"] == pytest.approx(w, abs=1e-5)
-        assert row["label"] == max(w, key=w.get)
+        first, second = sorted(w.values(), reverse=True)[:2]
+        if first - second > 1e-4:
+            assert row["label"] == max(w, key=w.get)
 
 
 def test_auto_is_the_default_and_equals_its_twin(encoder):

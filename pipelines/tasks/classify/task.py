@@ -99,12 +99,12 @@ class ZeroShotClassifyTask(EmbedTask):
         self.label_matrix = torch.nn.functional.normalize(torch.stack(vecs), dim=-1)
         self.prior = torch.zeros(len(self.labels))
         if isinstance(self.label_prior, list):
-            first = [Document(str(i), t) for i, t in enumerate(self.label_prior) if t and t.strip()]
-            self.automatic([self.pool(r) for r in run_batch.many(first) if r is not None])
+            first = [Document(str(i), t) for i, t in enumerate(self.label_prior)]
+            self.automatic([vec for _, vec in self.vectors(first, run_batch)])
             self.measured = True
         elif self.label_prior not in ("auto", "none"):
             docs = reference_documents(self.label_prior)
-            vecs = [self.pool(results) for results in run_batch.many(docs) if results is not None]
+            vecs = [vec for _, vec in self.vectors(docs, run_batch)]
             self.prior = leave_own_out_priors(self.cosines(vecs)).float()
             self.say_priors(f"label priors from {len(docs)} document{'s' * (len(docs) != 1)} of {self.label_prior}")
             self.measured = True
@@ -124,14 +124,17 @@ class ZeroShotClassifyTask(EmbedTask):
             chars += len(doc.text or "")
             if len(head) == LABEL_PRIOR_DOCS or chars >= LABEL_PRIOR_CHARS:
                 break
-        readable = [d for d in head if d.error is None and d.text and d.text.strip()]
-        vecs = []
-        for doc, results in zip(readable, run_batch.many(readable)):
-            if results is not None:
-                vecs.append(self.pool(results))
-                self.known[(doc.id, doc.text)] = vecs[-1]
-        self.automatic(vecs)
+        measured = self.vectors(head, run_batch)
+        self.known = {(doc.id, doc.text): vec for doc, vec in measured}
+        self.automatic([vec for _, vec in measured])
         return itertools.chain(head, documents)
+
+    def vectors(self, docs: list[Document], run_batch) -> list[tuple[Document, torch.Tensor]]:
+        """(document, pooled vector) of each readable, non-empty document of `docs` that runs,
+        in order, their windows batched together."""
+        readable = [d for d in docs if d.error is None and d.text and d.text.strip()]
+        return [(doc, self.pool(results)) for doc, results in zip(readable, run_batch.many(readable))
+                if results is not None]
 
     def automatic(self, vecs: list[torch.Tensor]) -> None:
         """The priors of "auto" from the first documents' vectors (priors.automatic_priors)."""
@@ -154,7 +157,7 @@ class ZeroShotClassifyTask(EmbedTask):
         note(f"{what}: " + ", ".join(f"{name} {float(p):.3f}" for name, p in zip(self.labels, self.prior)))
 
     def prepare(self, doc_index, doc):
-        vec = self.known.pop((doc.id, doc.text), None)
+        vec = self.known.pop((doc.id, doc.text), None) if self.known else None
         if vec is None:
             return super().prepare(doc_index, doc)
         return Prepared(self.tok.encode(doc.text), [], {"vector": vec})  # embedded by `begin`: no windows
