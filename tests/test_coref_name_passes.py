@@ -11,7 +11,7 @@ from test_coref_entities import reader_and_spans
 from lfcli.pipelines.tasks.corefs.aliases import book_aliases
 from lfcli.pipelines.tasks.corefs.document import DocumentEntities
 from lfcli.pipelines.tasks.corefs.entities import NameForms
-from lfcli.pipelines.tasks.corefs.name_passes import PASSES
+from lfcli.pipelines.tasks.corefs.name_passes import PASSES, SPLITS
 from lfcli.pipelines.tasks.corefs.switches import NAME_PASSES
 
 
@@ -61,14 +61,82 @@ CASES = {
 }
 
 
+# Each pass that takes mentions out of chains: a text, its window chains, two mentions it parts.
+SPLIT_CASES = {
+    "stray_names": ("Charles Musgrove came. He sat. Charles laughed. Charles smiled. Charles Hayter ran. He hid. "
+                    "Charles left. Charles sang.",
+                    [["Charles Musgrove", "He#0", "Charles#1", "Charles#2", "Charles Hayter", "He#1", "Charles#4",
+                      "Charles#5"]],
+                    ("Charles Musgrove", "Charles Hayter")),
+    "narrated_kin": ("My aunt came. Agnes sat. " + "Then my aunt spoke. " * 4 + "\n\nDora ran. Then my aunt left.",
+                     [["My aunt", "Agnes", "my aunt#0", "my aunt#1"], ["my aunt#2", "my aunt#3"], ["Dora", "my aunt#4"]],
+                     ("My aunt", "my aunt#4")),
+}
+
+
 def test_every_pass_is_listed_with_a_switch_and_says_what_it_never_joins():
-    assert tuple(p.name for p in PASSES) == NAME_PASSES == tuple(CASES)
+    assert tuple(p.name for p in SPLITS + PASSES) == NAME_PASSES == tuple(SPLIT_CASES) + tuple(CASES)
     for p in PASSES:
         notes = importlib.import_module(p.run.__module__).__doc__
         assert f"`{p.name}`" in notes and "Never joins" in notes, p.name
+    for p in SPLITS:
+        notes = importlib.import_module(p.run.__module__).__doc__
+        assert f"`{p.name}`" in notes and "Never moves" in notes, p.name
 
 
-@pytest.mark.parametrize("name", NAME_PASSES)
+def apart(found: list[set[str]], a: str, b: str) -> bool:
+    return not together(found, a, b) and any(a in c for c in found) and any(b in c for c in found)
+
+
+@pytest.mark.parametrize("name", list(SPLIT_CASES))
+def test_each_split_parts_its_case_and_its_switch_turns_it_off(name, monkeypatch):
+    text, groups, (a, b) = SPLIT_CASES[name]
+    if name == "narrated_kin":  # the kin chain gathers the narration's five "my aunt": out of Agnes's and Dora's
+        found = chains(text, groups)
+        assert together(found, "My aunt", "my aunt") and not together(found, "my aunt", "Agnes")
+        assert not together(found, "my aunt", "Dora")
+        monkeypatch.setenv("LFCLI_COREF_OFF", name)
+        assert together(chains(text, groups), "my aunt", "Dora")
+        return
+    assert apart(chains(text, groups), a, b)
+    monkeypatch.setenv("LFCLI_COREF_OFF", name)
+    assert together(chains(text, groups), a, b)
+
+
+def test_a_stray_of_the_other_gender_leaves_and_a_woman_s_two_surnames_stay():
+    """"Mrs. Strong" in a chain of "he" and "the Doctor" leaves it; a woman's maiden and married
+    full names in one chain ("Catherine Earnshaw", "Catherine Linton") stay together."""
+    text = "The Doctor came. He sat. He smiled. The Doctor nodded. Mrs. Strong spoke. He laughed. He left. The Doctor ran."
+    found = chains(text, [["The Doctor#0", "He#0", "He#1", "The Doctor#1", "Mrs. Strong", "He#2", "He#3", "The Doctor#2"]])
+    assert apart(found, "The Doctor", "Mrs. Strong")
+    text = "Catherine Earnshaw came. She sat. She wept. Catherine Linton ran. She hid. Catherine Earnshaw sang."
+    found = chains(text, [["Catherine Earnshaw#0", "She#0", "She#1", "Catherine Linton", "She#2", "Catherine Earnshaw#1"]])
+    assert together(found, "Catherine Earnshaw", "Catherine Linton")
+
+
+def test_kin_said_in_a_quote_or_of_two_named_aunts_stays_where_the_model_put_it():
+    from lfcli.pipelines.tasks.corefs.kin import kin_noun, named_kin
+
+    assert kin_noun("My Aunt's") == "aunt" and kin_noun("my\nmother") == "mother" and kin_noun("my brother") is None
+    assert named_kin("I saw my aunt Reed, then my aunt Gibson.", "aunt") == {"Reed", "Gibson"}
+    text = "Agnes came. " + "\u201cMy aunt is ill,\u201d said Agnes. " * 5 + "Dora sat."
+    quoted = [f"My aunt#{k}" for k in range(5)]
+    found = chains(text, [["Agnes#0", *quoted[:3]], [*quoted[3:], "Dora"]])
+    assert together(found, "Agnes", "My aunt") and together(found, "Dora", "My aunt")  # the speaker's aunt: untouched
+    two = "I saw my aunt Reed. " + "Then my aunt spoke. " * 5 + "Later my aunt Gibson came."
+    groups = [["my aunt#0", "my aunt#1", "my aunt#2"], ["my aunt#3", "my aunt#4", "my aunt#5"]]
+    assert len([c for c in chains(two, groups) if "my aunt" in c]) == 2  # two aunts named: not gathered
+
+
+def test_mrs_and_her_husband_s_full_name_makes_his_given_name_no_woman_s():
+    """"Mrs. Charles Musgrove" is Charles's wife: "Charles" stays a man's name, while "Miss Anne
+    Elliot" still makes "Anne" a woman's."""
+    text = "Mrs. Charles Musgrove came. Mrs. Charles sat. Charles laughed. Miss Anne Elliot ran."
+    forms = NameForms(text)
+    assert "charles" not in forms.women and forms.women.get("anne") == "miss"
+
+
+@pytest.mark.parametrize("name", list(CASES))
 def test_each_pass_joins_its_case_and_its_switch_turns_it_off(name, monkeypatch):
     text, groups, (a, b) = CASES[name]
     a, b = a.split("#")[0], b.split("#")[0]
@@ -205,3 +273,33 @@ def test_a_given_name_two_people_bear_joins_neither_by_itself():
     one = text.replace("Charles Musgrove", "Henry Musgrove")  # one Charles in the book: "Charles" is his
     found = chains(one, [["Henry Musgrove", "He#0", "she"], ["Charles Hayter", "He#1"], ["Charles#1", "He#2"]])
     assert together(found, "Charles Hayter", "Charles")
+
+
+def test_a_pet_name_joins_a_full_name_spelled_a_letter_apart_from_the_table_s():
+    """"Tony" is short for Anthony in the table; the book's "Antony" is the same name."""
+    from lfcli.pipelines.tasks.corefs.pet_names import spelled_apart
+
+    assert spelled_apart("antony", "anthony") and spelled_apart("phillip", "philip")
+    assert not spelled_apart("john", "joan") and not spelled_apart("maria", "marie") and not spelled_apart("ann", "anne")
+    text = "Antony Dewhurst came in. He sat.\n\nLater Tony laughed. He left."
+    assert together(chains(text, [["Antony Dewhurst", "He#0"], ["Tony", "He#1"]]), "Antony Dewhurst", "Tony")
+
+
+def test_his_royal_highness_is_the_book_s_prince():
+    from lfcli.pipelines.tasks.corefs.entities import proper_name, royal_style
+
+    assert royal_style("His Royal Highness") == proper_name("the Prince")._replace(gender="m")
+    assert royal_style("his majesty") is None and royal_style("the highness") is None
+    text = "The Prince came. He sat.\n\nHis Royal Highness laughed. He left."
+    assert together(chains(text, [["The Prince", "He#0"], ["His Royal Highness", "He#1"]]), "The Prince", "His Royal Highness")
+
+
+def test_a_bare_surname_joins_the_chain_of_its_lord_that_says_his_lordship():
+    """"Lowborough" and the chain of "Lord Lowborough" and "his lordship" are one man; "Mr. Lowborough"
+    is not the lord's (another form of address)."""
+    text = "Lord Lowborough came. He sat. Then his lordship smiled.\n\nLowborough laughed. He left.\n\nMr. Smith ran."
+    found = chains(text, [["Lord Lowborough", "He#0", "his lordship"], ["Lowborough#1", "He#1"]])
+    assert together(found, "Lord Lowborough", "Lowborough")
+    other = text.replace("Lowborough laughed", "Mr. Lowborough laughed")
+    found = chains(other, [["Lord Lowborough", "He#0", "his lordship"], ["Mr. Lowborough", "He#1"]])
+    assert not together(found, "Lord Lowborough", "Mr. Lowborough")

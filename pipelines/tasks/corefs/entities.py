@@ -77,8 +77,8 @@ HONORIFICS = {
     "master": (None, "m"),
     "mrs": ("mrs", "f"), "madam": ("mrs", "f"), "madame": ("mrs", "f"), "mme": ("mrs", "f"),
     "miss": ("miss", "f"), "mademoiselle": ("miss", "f"), "mlle": ("miss", "f"),
-    "ms": (None, "f"), "lady": ("lady", "f"), "dame": (None, "f"),
-}
+    "ms": (None, "f"), "lady": ("lady", "f"), "dame": (None, "f"), "aunt": (None, "f"), "uncle": (None, "m"),
+}  # "Aunt Shaw" is the book's Mrs. Shaw; "Aunt" alone, like "Mr." alone, names no one
 # How a titled person is spoken of without a name ("her ladyship"): the form of address it
 # gives, so that "her ladyship" is never "Mrs. Bennet" (Profile.addresses).
 _TITLE_NOUNS = {"ladyship": ("lady", "f"), "lordship": ("lord", "m")}
@@ -99,7 +99,7 @@ SECOND_PERSON = frozenset("you your yours yourself yourselves thou thee thy thin
 _NOT_NAMES = frozenset(
     "a an the this that these those my your his her its our their one some any every each all both no none nobody "
     "somebody someone everybody everyone anybody anyone nothing something everything who whom whose which what "
-    "father mother papa mama mamma ma'am uncle aunt".split()
+    "father mother papa mama mamma ma'am".split()
 )
 # Words before a name that are not part of it ("the", "poor Alice", "old Teodor").
 # And the words a sentence may open with before a name ("Even Silver laughed", "Then Alice
@@ -123,11 +123,13 @@ _SHORT_TITLES = {"dr": "doctor", "capt": "captain", "cap'n": "captain", "col": "
                  "prof": "professor", "rev": "reverend", "lieut": "lieutenant", "sgt": "sergeant"}
 _WORD = re.compile(r"[^\W\d_][\w'\u2019.-]*")
 _NOT_IN_NAMES = re.compile(r"[,;:!?()\"\u201c\u201d\u2014]|--")  # "--": a dash in plain-text books ("Jane--from")
-# A man's honorific and the one or two capitalised words after it ("Sir William Lucas"); a
+# A man's honorific or rank and the one or two capitalised words after it ("Sir William Lucas"); a
 # woman's honorific and the word after it ("Miss Elizabeth Bennet": "Elizabeth").
-_AFTER_MAN = re.compile(r"\b(?:Mr|Mister|Sir|Lord|Master)\.?\s+([A-Z][\w'\u2019-]*)(?:[ \t]+([A-Z][\w'\u2019-]*))?")
+_AFTER_MAN = re.compile(r"\b(?:Mr|Mister|Sir|Lord|Master|Captain|Admiral|Colonel|Major|Lieutenant|Sergeant)\.?\s+([A-Z][\w'\u2019-]*)(?:[ \t]+([A-Z][\w'\u2019-]*))?")
 _AFTER_TITLE = re.compile(r"\b(?:%s)\.?\s+([A-Z][\w'\u2019-]*)" % "|".join(sorted(TITLES | {t.capitalize() for t in TITLES}
                                                                                 | {t.capitalize() for t in _SHORT_TITLES})))
+# A wife called by her husband's full name ("Mrs. Charles Musgrove"): "Charles" is no woman's.
+_MRS_HIS_NAME = re.compile(r"\bMrs\.?[ \t]+([A-Z][a-z]+)[ \t\n]+[A-Z][a-z]+")
 _AFTER_WOMAN = re.compile(r"\b(Mrs|Miss|Madam|Madame|Mme|Mlle|Ms|Lady)\.?\s+([A-Z][\w'\u2019-]*)")
 
 
@@ -174,6 +176,18 @@ def proper_name(text: str) -> Name | None:
     return Name(frozenset(kept), address, gender or _NOUN_GENDER.get(head))
 
 
+# A royal style and the title it stands for ("His Royal Highness" is the book's "the Prince"); not
+# "His Majesty", a king most stories only speak of, whose name a nickname shares ("King George").
+_STYLES = {("his", "royal", "highness"): ("prince", "m"), ("her", "royal", "highness"): ("princess", "f")}
+
+
+def royal_style(text: str) -> Name | None:
+    """The title a royal style names, as a name: "His Royal Highness" -> {prince}, a man's; None
+    for anything else."""
+    found = _STYLES.get(tuple(w.lower() for w in _name_words(text)))
+    return Name(frozenset([found[0]]), None, found[1]) if found and text.split()[-1][:1].isupper() else None
+
+
 def _name_words(text: str) -> list[str]:
     """A name's words as written: no possessive 's, no trailing dot, no "poor" or "Then" before it."""
     words = _WORD.findall(text.replace("\u2019", "'"))
@@ -204,7 +218,9 @@ class NameForms:
         for m in _AFTER_WOMAN.finditer(text):
             forms.setdefault(_plain(m.group(2)), set()).add(HONORIFICS[m.group(1).lower()][0])
         titled = {_plain(m.group(1)) for m in _AFTER_TITLE.finditer(text)}  # "Colonel Forster", beside "Mrs. Forster"
-        self.women = {w: (next(iter(f)) if len(f) == 1 else None) for w, f in forms.items() if w not in self.men | titled}
+        husbands = {_plain(m.group(1)) for m in _MRS_HIS_NAME.finditer(text)}  # "Mrs. Charles Musgrove": his "Charles"
+        self.women = {w: (next(iter(f)) if len(f) == 1 else None) for w, f in forms.items()
+                      if w not in self.men | titled | husbands}
         self.married = married_names(text)
         self.brothers = brothers(text)
 
@@ -403,10 +419,13 @@ class Profile:
 
     def _addresses_fit(self, other: "Profile") -> bool:
         """One form of address at most ("Mrs. Bennet" is no Lady), and a title noun ("her
-        ladyship") only with the names that carry its form ("Lady Catherine"), or with none."""
+        ladyship") only with the names that carry its form ("Lady Catherine"), or with none, or
+        with names of no form where the title's own chain names its holder ("his lordship" and
+        "Lord Lowborough" with "Lowborough"; names_compatible says whether the names fit)."""
         if len(self.forms() | other.forms() | self.titles | other.titles) > 1:
             return False
         return all(not a.titles or not b.names or any(n.address in a.titles for n in b.names)
+                   or (all(n.address is None for n in b.names) and any(n.address in a.titles for n in a.names))
                    for a, b in ((self, other), (other, self)))
 
     def compatible(self, other: "Profile", same_name: bool = False, names: bool = True, quotes: bool = True,
@@ -465,7 +484,7 @@ class MentionReader:
             return Mention(kind=kind, gender=_PRONOUN_GENDER.get(kind), quote=quote, person=1 if kind == "i" else None)
         if text.lower() in SECOND_PERSON:
             return Mention(quote=quote, person=2)
-        name = proper_name(text)
+        name = proper_name(text) or royal_style(text)
         if name:
             name = self.forms.apply(name, text)
         if name:  # the person spoken to, when set off by commas in a quote (quotes.is_vocative)

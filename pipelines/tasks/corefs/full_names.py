@@ -49,8 +49,8 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
     holder, counts = _holders(doc, people)
     for e in sorted(people, key=lambda e: len(e.mentions)):
         own = doc.dominant_name(e)
-        if own is None or id(e) in state.lent or e.into is not None:
-            continue
+        if own is None or id(e) in state.lent or e.into is not None or state.shared_given_name(own):
+            continue  # "Charles", of "Charles Musgrove" and "Charles Hayter", is a part of neither by its name
         found, fulls = {}, {}
         for words, (first, full) in holder.items():
             o = first.final()

@@ -9,6 +9,10 @@ it joined. Every pass joins two entities only when their profiles can be one per
 or "Sir" and "Mr.", no two kinds of personal pronoun, no speaker joined to the one spoken to,
 no two stories), and each has a switch (`LFCLI_COREF_OFF=name,...`, switches.py).
 
+  stray_names       a chain's names that cannot be its person's leave it    stray_names.py
+                    ("Charles Hayter" in Charles Musgrove's chain)
+  narrated_kin      a narrator's "my aunt" one chain, out of the chains      kin.py
+                    the windows put it in
   same_name         the same most frequent name ("Mr. Darcy", "Darcy")      same_names.py
   short_names       a name a part of exactly one longer name ("Silver")     same_names.py
   full_names        a name a part of a full name one entity holds           full_names.py
@@ -32,9 +36,11 @@ from .aliases import join_aliases
 from .chains import Entity, Joining
 from .families import book_families
 from .full_names import join_full_names
+from .kin import split_narrated_kin
 from .married import join_married_names
 from .pet_names import join_pet_names
 from .same_names import group_by_name, join_same_name, join_short_names
+from .stray_names import split_stray_names
 from .switches import on
 from .title_nouns import join_addressed_titles
 
@@ -44,6 +50,11 @@ class Pass(NamedTuple):
     run: Callable  # (doc: DocumentEntities, entities: list[Entity], state: Joining) -> list[Entity]
 
 
+# Passes that take mentions out of chains: they run first, before the chains are grouped by name.
+SPLITS = (
+    Pass("stray_names", split_stray_names),
+    Pass("narrated_kin", split_narrated_kin),
+)
 PASSES = (
     Pass("same_name", join_same_name),
     Pass("short_names", join_short_names),
@@ -59,8 +70,13 @@ def run_passes(doc, entities: list[Entity]) -> list[Entity]:
     """Every pass that is on, in order, over the document's entities (in text order); returns
     the entities left, in text order."""
     state = Joining(families=book_families(doc, entities))
+    for p in SPLITS:
+        if on(p.name):
+            entities = p.run(doc, entities, state)
     group_by_name(doc, entities, state)
     for p in PASSES:
         if on(p.name):
             entities = p.run(doc, entities, state)
+    if on("stray_names"):  # and once more: a join through a chain of two genders brought a stray in
+        entities = split_stray_names(doc, entities, state, again=True)
     return sorted(entities, key=lambda e: e.mentions[0])

@@ -2,7 +2,8 @@
 
 Joins an entity whose most frequent name is a single given name that lists of English names
 know as a diminutive or short form of another ("Lizzy" of Elizabeth, "Jim" of James, "Harry"
-of Henry, "Kate" of Katherine; the hand-curated table of the `nicknames` package) with the
+of Henry, "Kate" of Katherine; the hand-curated table of the `nicknames` package; a full name
+spelled with a letter more or less than the table's counts: "Tony" of Antony as of Anthony) with the
 one entity whose most frequent name holds such a full given name ("James Vane", "Henry"), the
 smaller into the bigger, when the two can be one person (entities.Profile: genders,
 pronouns, forms of address, who speaks to whom).
@@ -56,10 +57,19 @@ def _holders(named, e, word: str, fulls: frozenset) -> list:
     for o, other in named:
         if o is e or o.into is not None or other is None or word in other.words:
             continue
-        given = sorted((other.words - TITLES) & fulls)
+        given = sorted(w for w in other.words - TITLES if w in fulls or any(spelled_apart(w, f) for f in fulls))
         if given:
             found.append((o, given[0]))
     return found
+
+
+def spelled_apart(a: str, b: str) -> bool:
+    """Whether two given names of five letters or more are one name spelled two ways, one letter
+    left out ("Antony", "Anthony"; "Philip", "Phillip"): the table lists one spelling only."""
+    if min(len(a), len(b)) < 5 or abs(len(a) - len(b)) != 1:
+        return False
+    short, long = sorted((a, b), key=len)
+    return any(long[:k] + long[k + 1:] == short for k in range(len(long)))
 
 
 def _compatible(doc, o, e) -> bool:

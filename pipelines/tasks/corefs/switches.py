@@ -4,7 +4,7 @@ Every pass is on. `LFCLI_COREF_OFF=pass,pass` turns the named ones off, for a be
 figure of one pass on the same build (benchmarks/coref_books.py and coref_narrators_many.py
 pass the environment to the lfcli they run):
 
-  same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases
+  stray_names, narrated_kin, same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases
                     the name passes, in the order they run (name_passes.py)
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
   narrator_voices   a narrator called by a man's names in some chapters and a woman's in
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-NAME_PASSES = ("same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
+NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
 PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices")
 ENV_VAR = "LFCLI_COREF_OFF"
 
