@@ -83,7 +83,7 @@ def join_aliases(doc, entities: list[Entity], state: Joining) -> list[Entity]:
             continue
         if not any(doc.reader.mention(*m).is_person for m in a.mentions + b.mentions):
             continue  # "Cherry Creek, as Denver was then called": places
-        if a.profile.compatible(b.profile, same_name=True, names=False):
+        if a.profile.compatible(b.profile, same_name=True, names=False, quotes=False):  # the book's word: as a full name said again
             into, other = (a, b) if len(a.mentions) >= len(b.mentions) else (b, a)
             absorb(into, other)
     return alive(entities)

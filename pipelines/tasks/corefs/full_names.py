@@ -6,7 +6,9 @@ names are one person's, though neither entity's most frequent name is the other'
 name a chain holds that another holds more ("Captain Smollett" in the ship's chain). The smaller
 entities first, into the bigger. Where one wrong link keeps the two apart, the mentions of the
 name and of the full name go (DocumentEntities.lend_name): a window that put the ship's "her"
-in the captain's chain leaves "the captain" and "Captain Smollett" there too.
+in the captain's chain leaves "the captain" and "Captain Smollett" there too; never to an entity
+LEND_SIZE times smaller (St. John's 1,700 mentions do not go to a chain of two that says his
+full name).
 
 Never joins: a form of address and a surname that two of the book's family can bear ("Mr.
 Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw": families.py), but where its own
@@ -25,6 +27,10 @@ from collections import Counter
 
 from .chains import Entity, Joining, absorb, alive
 from .entities import TITLES, Name
+from .families import given_and_surname
+
+
+LEND_SIZE = 10  # an entity lends its names to one at most this many times smaller
 
 
 def _holders(doc, people: list[Entity]) -> tuple[dict, Counter]:
@@ -55,7 +61,8 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
         for words, (first, full) in holder.items():
             o = first.final()
             part = own.words < words or (own.words == words and counts[(words, id(e))] < counts[(words, id(first))])
-            if o is not e and part and same_person(own, doc.dominant_name(o), full) and doc.names_within(e, full):
+            if (o is not e and part and same_person(own, doc.dominant_name(o), full) and doc.names_within(e, full)
+                    and not other_surname(doc, e, own, first, full)):
                 found[id(o)] = o
                 fulls.setdefault(id(o), set()).add(words)
         if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says,
@@ -71,9 +78,26 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
             continue  # "Mr. Earnshaw" in a book of several: only where one of the two chains says it is that one  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
         if doc.compatible(o, e, names=False):
             absorb(o, e)
-        elif doc.lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if doc.fits(o, m, names=False) else []):
+        elif LEND_SIZE * len(o.mentions) >= len(e.mentions) and doc.lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if doc.fits(o, m, names=False) else []):
             state.lent.add(id(e))
     return alive(entities)
+
+
+def other_surname(doc, e: Entity, own: Name, holder: Entity, full: Name) -> bool:
+    """Whether the entity's own name has another surname than `full`, though `full`'s words hold
+    it: "John Eyre" and "Mr. Eyre" are no part of "St. John Eyre Rivers", whose middle name is
+    Eyre (a form of address goes with a given name or a surname, never a middle name; nameparser
+    reads a full name's given name and surname)."""
+    def parsed(entity: Entity, name: Name):
+        said = next((doc.reader.text_of(*m) for m in entity.mentions if doc.reader.mention(*m).name == name), None)
+        return given_and_surname(" ".join(said.split())) if said else None
+    theirs = parsed(holder, full)
+    if theirs is None:
+        return False
+    if len(own.words) == 1 and own.address in ("mr", "mrs", "miss"):
+        return next(iter(own.words)) not in theirs  # "Miss Rachel", "Mr. Franklin": a given name is fine too
+    ours = parsed(e, own) if len(own.words) > 1 else None
+    return ours is not None and ours[1] != theirs[1]
 
 
 def same_person(a: Name, b: Name | None, full: Name) -> bool:

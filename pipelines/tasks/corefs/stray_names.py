@@ -14,13 +14,17 @@ A name is a stray of its chain when
   - it is a man's (or an unknown gender's) full name whose given name or surname is not those of
     the chain's own most frequent full name, and neither name's words hold the other's ("Charles
     Hayter" in a chain of "Charles Musgrove"; "John Silver" and "Long John Silver" are one); or
+  - a Miss of the surname of a chain mostly called "Mrs." and that surname, or a Mrs. in a Miss's
+    chain ("Miss Hale" in the chain of "Mrs. Hale": her daughter), or "Mrs." and the given name
+    a chain is mostly called by ("Mrs Charles" in the chain of "Charles": his wife); or
   - a full name holding the given name a chain is mostly called by, where the book's full names
     give that given name to two families ("Charles Hayter" in a chain mostly of "Charles", in a
     book of Charles Musgrove and Charles Hayter): which Charles the chain is, its names do not say.
 
 Never moves: a woman's full names apart (a married woman has two surnames: "Catherine
-Earnshaw", "Catherine Linton"), any name of a chain whose strays would be more than
-MOST_STRAYS of its named mentions (then the chain's own name is in doubt), pronouns and other
+Earnshaw", "Catherine Linton"), the names of a chain whose strays by gender or full name would
+be more than MOST_STRAYS of its named mentions (then the chain's own name is in doubt), the
+chain's most frequent name, pronouns and other
 unnamed mentions (they stay with the chain's person).
 """
 
@@ -65,6 +69,16 @@ def two_people(a: tuple[str, str], b: tuple[str, str]) -> bool:
     return (given and a[1] != b[1]) or (a[1] == b[1] and not given)
 
 
+def wife_of(name, dominant, state: Joining) -> bool:
+    """Whether `name` is "Mrs." and the given name the chain is mostly called by, alone: a wife
+    called by her husband's name ("Mrs Charles" beside "Charles", a given name of the book's
+    full names)."""
+    if dominant is None or name.address != "mrs" or dominant.address or name.words != dominant.words:
+        return False
+    (word,) = name.words if len(name.words) == 1 else (None,)
+    return word is not None and state.families is not None and bool(state.families.surnames_of(word))
+
+
 def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> list:
     """The chain's named mentions that cannot be its person (see the module's notes);
     `shared_given`: also the full names holding a given name two families share."""
@@ -73,7 +87,7 @@ def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> li
     shared = shared_given and dominant is not None and state.shared_given_name(dominant)  # "Charles", of two families
     fulls = Counter(f for f in (_full_name(doc, m) for m in entity.mentions) if f)
     own = max(sorted(fulls, key=lambda f: (sorted(f[0]), f[1])), key=fulls.__getitem__) if fulls else None  # ties: the first in order
-    found = []
+    found, sure = [], []  # sure: by the form of address against the chain's own name, whatever their number
     named = 0
     for m in entity.mentions:
         name = doc.reader.mention(*m).name
@@ -83,6 +97,12 @@ def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> li
         if gender and name.gender and name.gender != gender:
             found.append(m)
             continue
+        if (dominant is not None and {name.address, dominant.address} == {"mrs", "miss"} and name.words == dominant.words):
+            sure.append(m)  # "Miss Hale" in the chain of "Mrs. Hale": a mother and her daughter
+            continue
+        if wife_of(name, dominant, state):
+            sure.append(m)  # "Mrs Charles" in the chain of "Charles": his wife
+            continue
         full = _full_name(doc, m)
         if shared and full is not None and dominant.words < full[0]:
             found.append(m)  # "Charles Hayter" in a chain mostly called "Charles": which Charles it is, is not known
@@ -90,7 +110,7 @@ def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> li
         if (own is not None and full is not None and fulls[full] < fulls[own] and name.gender != "f" and gender != "f"
                 and two_people(full[1], own[1])):
             found.append(m)
-    return found if len(found) <= MOST_STRAYS * named else []
+    return sure + (found if len(found) <= MOST_STRAYS * named else [])
 
 
 def split_stray_names(doc, entities: list[Entity], state: Joining, again: bool = False) -> list[Entity]:
