@@ -2,30 +2,33 @@
 
 A window's model sometimes links two people who share a word of their names, or a man and
 the woman spoken of beside him: "Charles Hayter" in the chain of Charles Musgrove (the two men
-share "Charles"), "Mrs. Strong" in her husband's ("the Doctor") chain. Joining windows and the
+share "Charles"), "Mrs. Strong" in a chain of "he" and "the Doctor". Joining windows and the
 name passes only ever add to a chain, so such a slip would stay for the whole book. This pass
-runs before the others: each chain's named mentions that cannot be its person go into a chain
-of their own, one per name, which the passes after it join to the person so named.
+runs before the joins and once more after them (a join through a chain of two genders brings
+strays in): each chain's named mentions that cannot be its person go into a chain of their
+own, one per name, which the passes after it join to the person so named.
 
 A name is a stray of its chain when
   - its gender (its honorific, or the book's forms of address for its words: entities.NameForms)
     is not the chain's, where the chain's mentions say one gender at least GENDER_SHARE of the
     time ("Mrs. Strong" in a chain of "he" and "the Doctor"); or
-  - it is a man's (or an unknown gender's) full name whose given name or surname is not those of
-    the chain's own most frequent full name, and neither name's words hold the other's ("Charles
-    Hayter" in a chain of "Charles Musgrove"; "John Silver" and "Long John Silver" are one); or
+  - it is a man's (or an unknown gender's) full name of one given name and another surname, or
+    one surname and another given name, than the chain's own most frequent full name
+    (two_people: "Charles Hayter" in a chain of "Charles Musgrove"; a pet name counts as its
+    full name; "Long John" and "John Silver" share no part, a nickname); or
   - a Miss of the surname of a chain mostly called "Mrs." and that surname, or a Mrs. in a Miss's
     chain ("Miss Hale" in the chain of "Mrs. Hale": her daughter), or "Mrs." and the given name
     a chain is mostly called by ("Mrs Charles" in the chain of "Charles": his wife); or
-  - a full name holding the given name a chain is mostly called by, where the book's full names
-    give that given name to two families ("Charles Hayter" in a chain mostly of "Charles", in a
-    book of Charles Musgrove and Charles Hayter): which Charles the chain is, its names do not say.
+  - before the joins only: a full name holding the given name a chain is mostly called by, where
+    the book's full names give that given name to two families ("Charles Hayter" in a chain
+    mostly of "Charles", in a book of Charles Musgrove and Charles Hayter): which Charles the
+    chain is, its names do not say. After the joins such a chain is the person the passes chose.
 
 Never moves: a woman's full names apart (a married woman has two surnames: "Catherine
 Earnshaw", "Catherine Linton"), the names of a chain whose strays by gender or full name would
 be more than MOST_STRAYS of its named mentions (then the chain's own name is in doubt), the
-chain's most frequent name, pronouns and other
-unnamed mentions (they stay with the chain's person).
+chain's most frequent name, pronouns and other unnamed mentions (they stay with the chain's
+person).
 """
 
 from __future__ import annotations
