@@ -303,3 +303,30 @@ def test_a_bare_surname_joins_the_chain_of_its_lord_that_says_his_lordship():
     other = text.replace("Lowborough laughed", "Mr. Lowborough laughed")
     found = chains(other, [["Lord Lowborough", "He#0", "his lordship"], ["Mr. Lowborough", "He#1"]])
     assert not together(found, "Lord Lowborough", "Mr. Lowborough")
+
+
+def test_a_shared_given_name_joins_only_the_full_name_its_own_chain_says():
+    """"John", of John Silver and John Trelawney: the "John" chain that says "John Silver" joins
+    Silver's; a "Charles" chain that never says "Charles Hayter" stays apart from Hayter's chain,
+    though a window put one "Charles" there."""
+    text = ("John Silver came. He sat.\n\nJohn Trelawney rode. He ran.\n\nJohn laughed. John Silver ate. He left.\n\n"
+            "Charles Hayter came. Charles smiled. He sat.\n\nCharles Musgrove rode.\n\nCharles laughed. He left.")
+    found = chains(text, [["John Silver#0", "He#0"], ["John Trelawney", "He#1"], ["John#2", "John Silver#1", "He#2"],
+                          ["Charles Hayter", "Charles#1", "He#3"], ["Charles Musgrove"], ["Charles#3", "He#4"]])
+    assert together(found, "John Silver", "John")
+    assert sum("Charles" in c for c in found) == 2  # Hayter's chain with its own "Charles", and the last one apart
+
+
+def test_a_middle_name_is_no_one_s_surname(monkeypatch):
+    """Pass `full_names`: "Mr. Eyre" (Jane's uncle) is no part of "St. John Eyre Rivers"; "Mr.
+    Rivers" is. (`short_names` off: it still reads a name's words only.)"""
+    monkeypatch.setenv("LFCLI_COREF_OFF", "short_names")
+    from lfcli.pipelines.tasks.corefs.entities import proper_name
+    from lfcli.pipelines.tasks.corefs.full_names import same_person
+
+    full = proper_name("Paul Eyre Rivers")
+    assert same_person(proper_name("Mr. Eyre"), None, full)  # the words alone would say yes
+    for other, joins in (("Mr. Eyre", False), ("Mr. Rivers", True)):
+        text = f"Paul Eyre Rivers came. He sat. He spoke.\n\n{other} wrote. He died."
+        found = chains(text, [["Paul Eyre Rivers", "He#0", "He#1"], [other, "He#2"]])
+        assert together(found, "Paul Eyre Rivers", other) is joins

@@ -13,7 +13,8 @@ joins "Long John Silver" before "Silver" looks for its one longer name. Where no
 take the whole entity, its mentions of the name go to the longer-named entity they fit.
 
 Never joins: a short name to one of the book's people who share it unless that one's chain
-says it too: a given name alone that two full names of different surnames hold ("Charles"
+says it too (and, for a given name, unless the short name's own chain says that one's full
+name: "John" with "John Silver", not a "Charles" chain that never says "Charles Hayter"): a given name alone that two full names of different surnames hold ("Charles"
 beside "Charles Musgrove" and "Charles Hayter"), a form of address and a surname that two of a
 family can bear ("Mr. Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw";
 families.py); a short name that is a part of two longer ones that fit ("Miss Bennet" beside
