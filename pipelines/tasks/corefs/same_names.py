@@ -65,7 +65,8 @@ def join_short_names(doc, entities: list[Entity], state: Joining) -> list[Entity
             if state.shared_surname(own, doc.reader.forms) or state.shared_given_name(own):
                 longer = [o for o in longer if own in o.profile.names]  # "Mr. Earnshaw", "Charles": only a chain that says it too
             if state.shared_given_name(own):  # ... and whose full name this chain says too ("John" and "John Silver")
-                longer = [o for o in longer if {n.words for n in o.profile.names} & {n.words for n in e.profile.names if own.words < n.words}]
+                said = {n.words for n in e.profile.names if own.words < n.words}
+                longer = [o for o in longer if said & {n.words for n in o.profile.names}]
             fits = [o for o in longer if doc.compatible(o, e)]
             if len(fits) == 1:
                 absorb(fits[0], e)

@@ -76,10 +76,11 @@ def wife_of(name, dominant, state: Joining) -> bool:
     """Whether `name` is "Mrs." and the given name the chain is mostly called by, alone: a wife
     called by her husband's name ("Mrs Charles" beside "Charles", a given name of the book's
     full names)."""
-    if dominant is None or name.address != "mrs" or dominant.address or name.words != dominant.words:
+    if (dominant is None or name.address != "mrs" or dominant.address or name.words != dominant.words
+            or len(name.words) != 1 or state.families is None):
         return False
-    (word,) = name.words if len(name.words) == 1 else (None,)
-    return word is not None and state.families is not None and bool(state.families.surnames_of(word))
+    (word,) = name.words
+    return bool(state.families.surnames_of(word))
 
 
 def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> list:
@@ -88,7 +89,8 @@ def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> li
     gender = chain_gender(doc, entity)
     dominant = doc.dominant_name(entity)
     shared = shared_given and dominant is not None and state.shared_given_name(dominant)  # "Charles", of two families
-    fulls = Counter(f for f in (_full_name(doc, m) for m in entity.mentions) if f)
+    full_of = {m: _full_name(doc, m) for m in entity.mentions}  # each parsed once
+    fulls = Counter(f for f in full_of.values() if f)
     own = max(sorted(fulls, key=lambda f: (sorted(f[0]), f[1])), key=fulls.__getitem__) if fulls else None  # ties: the first in order
     found, sure = [], []  # sure: by the form of address against the chain's own name, whatever their number
     named = 0
@@ -106,7 +108,7 @@ def strays(doc, entity: Entity, state: Joining, shared_given: bool = True) -> li
         if wife_of(name, dominant, state):
             sure.append(m)  # "Mrs Charles" in the chain of "Charles": his wife
             continue
-        full = _full_name(doc, m)
+        full = full_of[m]
         if shared and full is not None and dominant.words < full[0]:
             found.append(m)  # "Charles Hayter" in a chain mostly called "Charles": which Charles it is, is not known
             continue
