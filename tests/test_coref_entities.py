@@ -563,6 +563,9 @@ def test_a_married_name_joins_the_maiden_name_where_the_book_says_whom_she_marri
     ("But now Mrs. Darcy came; but she was late.", {}),  # "But" is no name: the book writes it in lower case
     ("Ann, wife of Mr. John Knightley, sat. Lady Huff, wife of Sir G.  Huff, came.", {"ann": "knightley"}),
     ("Lady Huff, wife of Sir G. Huff. Charlotte came.", {}),  # his names end at the full stop
+    ("Marguerite St. Just married Sir Percy Blakeney one fine day.", {"marguerite": "blakeney"}),
+    ("Heathcliff married Mr. Linton's sister.", {}),  # Mr. Linton is her brother, not her husband
+    ("Mr. Heathcliff married Mr. Linton at last.", {}),  # a man's name before "married"
 ])
 def test_a_book_says_whom_a_woman_married(text, married):
     from lfcli.pipelines.tasks.corefs.entities import married_names

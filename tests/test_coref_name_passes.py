@@ -162,6 +162,7 @@ def test_the_passes_never_join_across_genders(monkeypatch):
     ("He bowed to the Major, whom he called Mr. Dobbin, and left.", [("Major", "Mr. Dobbin")]),
     ("Then Jack Harper called himself Jones for a year.", [("Jack Harper", "Jones")]),
     ("Lizzy, as Elizabeth was called, laughed.", [("Elizabeth", "Lizzy")]),
+    ("Mrs. Markleham; but our boys used to call her the Old Soldier.", [("Mrs. Markleham", "Soldier")]),
     ("Coggan called Gabriel, who came at once.", []),  # one person summoning another
     ("The man who called himself Jones left.", []),  # no name to join it to
     ("\u201cOtherwise called Peggy,\u201d said the Major.", []),
@@ -177,6 +178,29 @@ def test_an_alias_goes_to_the_one_entity_its_first_word_names():
             "Dunsey came. He fell.\n\nMr. Cass frowned. He spoke.")
     found = chains(text, [["Dunstan#1", "He#0"], ["Dunsey#1", "He#1"], ["Mr. Cass", "He#2"]])
     assert together(found, "Dunstan", "Dunsey") and not together(found, "Dunstan", "Mr. Cass")
+
+
+def test_an_alias_chain_that_holds_another_s_pronoun_gives_its_name_and_keeps_the_pronoun():
+    """A window put the Doctor's "he" in the chain of "the Old Soldier": the two chains cannot be
+    one person, so the alias's own mentions go to Mrs. Markleham and the "he" stays behind."""
+    text = ("She was Mrs. Markleham; but our boys used to call her the Old Soldier. She sat.\n\n"
+            "The Old Soldier laughed. He ran. The Old Soldier sang.")
+    groups = [["Mrs. Markleham", "She#1"], ["The Old Soldier#0", "He", "The Old Soldier#1"]]
+    found = chains(text, groups)
+    assert together(found, "Mrs. Markleham", "The Old Soldier") and not together(found, "Mrs. Markleham", "He")
+
+
+def test_two_chains_of_a_given_name_join_where_a_full_name_of_the_book_bridges_their_other_names():
+    """"Charles" beside "Mr. Musgrove" in one chain and "Charles" alone in another: one person, as
+    the book says "Charles Musgrove" (neither chain does). Without that full name they stay apart."""
+    def joined(full: str) -> bool:
+        text = (f"{full} came. Charles Hayter ran.\n\nCharles sat. Anne looked at him.\n\n"
+                "Charles laughed. Mr. Musgrove nodded. He left.")
+        k = full.split().count("Charles")
+        groups = [[full], ["Charles Hayter"], [f"Charles#{1 + k}", "him"], [f"Charles#{2 + k}", "Mr. Musgrove", "He"]]
+        return together(chains(text, groups), "him", "Mr. Musgrove")
+
+    assert joined("Charles Musgrove") and not joined("Walter Musgrove")
 
 
 @pytest.mark.parametrize("second, joins", [("Hareton Earnshaw", False), ("Catherine Earnshaw", True)])
@@ -283,6 +307,43 @@ def test_a_pet_name_joins_a_full_name_spelled_a_letter_apart_from_the_table_s():
     assert not spelled_apart("john", "joan") and not spelled_apart("maria", "marie") and not spelled_apart("ann", "anne")
     text = "Antony Dewhurst came in. He sat.\n\nLater Tony laughed. He left."
     assert together(chains(text, [["Antony Dewhurst", "He#0"], ["Tony", "He#1"]]), "Antony Dewhurst", "Tony")
+
+
+def test_a_name_dialogue_spells_with_an_apostrophe_joins_its_full_form():
+    """"Em'ly" is Emily with a letter left out: a pet name no table lists, which the spelling shows."""
+    from lfcli.pipelines.tasks.corefs.pet_names import elided
+
+    assert elided("em'ly", "emily") and elided("sam'l", "samuel")
+    assert not elided("em'ly", "emly") and not elided("o'brien", "obrien") and not elided("em'ly", "emma")
+    text = "Emily Peggotty came in. She sat.\n\nLater Em\u2019ly laughed. She left."
+    found = chains(text, [["Emily Peggotty", "She#0"], ["Em ly", "She#1"]])  # "Em ly": the two words of "Em\u2019ly"
+    assert together(found, "Emily Peggotty", "Em\u2019ly")
+
+
+def test_a_lady_is_one_with_her_maiden_name_where_the_book_says_whom_she_married():
+    """"Marguerite St. Just married Sir Percy Blakeney": her "Lady Blakeney" chain and her
+    "Marguerite" chain are one, though a window left a few mentions of her maiden name apart."""
+    text = ("Marguerite St. Just married Sir Percy Blakeney one fine day.\n\nMarguerite smiled. She sat. "
+            "Marguerite sang. She laughed.\n\nLady Blakeney rose. She left.\n\nMarguerite St. Just wept.")
+    groups = [["Marguerite#1", "She#0", "Marguerite#2", "She#1"], ["Lady Blakeney", "She#2"], ["Marguerite St Just#1"]]
+    assert together(chains(text, groups), "Marguerite", "Lady Blakeney")
+
+
+def test_mrs_before_a_title_makes_the_title_no_woman_s_name():
+    """"Mrs. Doctor Strong" is the Doctor's wife: "the Doctor" stays no woman's."""
+    forms = NameForms("I saw Mrs.\nDoctor Strong come. The Doctor sat. Miss Annie ran.")
+    assert "doctor" not in forms.women and forms.women.get("annie") == "miss"
+
+
+def test_a_rank_joins_the_full_name_of_a_chain_mostly_called_by_it():
+    """"The Doctor" joins the chain of "Doctor Strong"; not Mr. Mell's, whom the book once calls
+    "Doctor Mell"."""
+    def joined(dominant: str) -> bool:
+        text = f"{dominant} came. {dominant} sat. Doctor Smith nodded. He left.\n\nThe Doctor laughed. He ran."
+        groups = [[f"{dominant}#0", f"{dominant}#1", "Doctor Smith", "He#0"], ["The Doctor", "He#1"]]
+        return together(chains(text, groups), "Doctor Smith", "The Doctor")
+
+    assert joined("Doctor Smith") and not joined("Mr. Smith")
 
 
 def test_his_royal_highness_is_the_book_s_prince():

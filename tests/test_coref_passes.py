@@ -107,6 +107,18 @@ def test_chapter_titles_of_a_third_person_novel_are_no_writers():
     assert headed_sections(text) == []
 
 
+@pytest.mark.parametrize("heading, writer", [("Contributed by SERGEANT CUFF", "SERGEANT CUFF"),
+                                             ("The Statement of SERGEANT CUFF", "")])
+def test_a_contributed_by_heading_heads_a_report_that_seldom_says_i(heading, writer):
+    """A detective's report says "I" in under 1% of its words: under "Contributed by" that is its
+    writer's narration; under a weaker heading it is no one's (a third-person chapter's title)."""
+    report = "The man was seen at the station at noon, and the clerk took his name. " * 6 + "I saw him. "
+    others = ["Contributed by ANNA BELL", "Contributed by OTTO HAHN", "Contributed by RUTH ROE"]
+    text = letters(others) + "\n\n" + heading + "\n\n" + report
+    text += " ".join(f"{w} came." for w in ["Cuff", "Bell", "Hahn", "Roe"] * 5)
+    assert [s.writer for s in headed_sections(text)] == ["ANNA BELL", "OTTO HAHN", "RUTH ROE", writer]
+
+
 def test_one_heading_is_a_letter_quoted_not_a_book_of_narrators():
     text = letters(["Letter from Mr. Collins"]) + " Collins came." * 5
     assert headed_sections(text) == []

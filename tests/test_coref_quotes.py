@@ -194,3 +194,40 @@ def test_every_name_others_call_the_narrator_by_joins_the_narrator(monkeypatch):
     assert narrator_and_other_names("Trot", monkeypatch) == (True, True)
     assert narrator_and_other_names("Trot", monkeypatch, off="narrator_names") == (True, False)
     assert narrator_and_other_names("Miss Trot", monkeypatch) == (True, False)  # a woman's name: not Jim
+
+
+@pytest.mark.parametrize("turns, joins", [(3, True), (5, False)])
+def test_a_name_said_to_the_narrator_joins_unless_it_talks_with_the_narrator_twice_as_often(turns, joins):
+    """Peggotty calls the narrator "Davy" four times beside his answers; the "Davy" chain also
+    holds a few quotes of the young narrator (a window linked his "I" to the name), so it seems to
+    talk with the narrator `turns` times. Below twice its four calls that is attribution's slip and
+    "Davy" is the narrator's name; at twice or more, two people in a dialogue."""
+    from lfcli.pipelines.tasks.corefs.speakers import _narrator_other_names
+
+    text = ("\u201cDavy, come,\u201d she said.\n\n\u201cYes,\u201d I said.\n\n" * 4
+            + "\u201cHere,\u201d he said.\n\n\u201cGood,\u201d I said.\n\n" * turns)
+    reader, spans = reader_over_words(text)
+    narrator, named, davy, peggotty = 0, 1, 2, 3
+    groups = [[], [], [token(spans, text, "Davy", k) for k in range(4)], []]
+    speakers = [peggotty, narrator] * 4 + [davy, narrator] * turns
+    addressed = [(spans[s][0], spans[s][1], davy) for s, _ in groups[davy]]
+    assert (davy in _narrator_other_names(reader, groups, speakers, addressed, narrator, named)) is joins
+
+
+@pytest.mark.parametrize("fuller, moves", [(["Ellen Dean"], True), (["Ellen Dean", "Ellen Linton"], False)])
+def test_the_narrators_name_with_a_surname_goes_to_the_narrator_where_the_book_has_one_such(fuller, moves):
+    """Others call the narrator "Ellen"; a chain of "Ellen Dean" is hers too. Where another chain
+    is "Ellen Linton", an "Ellen" plus a surname is no longer surely the narrator."""
+    text = ("I walked to the inn. " * 10 + "\n\n"
+            + "\u201cEllen, sit,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n" * 3
+            + " ".join(f"{f} came. {f} left." for f in fuller))
+    reader, spans = reader_over_words(text)
+    t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
+    every_i = [(i, i) for i, (a, z) in enumerate(spans) if text[a:z] == "I"]
+    narration = [span for span in every_i if reader.quote_of(spans[span[0]][0]) is None]
+    full = [[(t("Ellen", 3 + 2 * j + k)[0], t("Ellen", 3 + 2 * j + k)[0] + 1) for k in range(2)] for j in range(len(fuller))]
+    groups = [list(narration), [t("Silver", k) for k in range(3)], [t("Ellen", k) for k in range(3)], *map(list, full)]
+    give_quotes(reader, groups, breaks=[], stories=[])
+    narrator = next(g for g in groups if narration[0] in g)
+    assert t("Ellen", 0) in narrator
+    assert (full[0][0] in narrator) is moves

@@ -69,3 +69,13 @@ def test_a_narrator_called_by_a_man_s_name_then_a_woman_s_is_two(monkeypatch):
     assert len(by_chapter) == 6
     assert len(set(by_chapter[:3])) == 1 and len(set(by_chapter[3:])) == 1 and by_chapter[0] != by_chapter[3]
     assert len(set(narrators_by_chapter(monkeypatch, off="narrator_voices"))) == 1
+
+
+def test_the_voice_changes_at_the_first_chapter_whose_few_votes_all_say_the_new_voice():
+    """A diary handed over at the fifth chapter's head: the diarist's name is said once there (too
+    few for a voice), then often. The fifth chapter is hers; a lone vote of hers in a chapter
+    before his voice returns is not a change (the second chapter's, between two of his)."""
+    starts = chapter_starts(TEXT)
+    votes = votes_in(starts, ["m", None, "m", "m", None, "f", "f", "f"])
+    votes += [(starts[k] + 40, "f") for k in (1, 4)]
+    assert two_voices(starts, votes) == ["m", "m", "m", "m", "f", "f", "f", "f"]

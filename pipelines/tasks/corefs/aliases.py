@@ -9,10 +9,14 @@ says so, in a few fixed turns of phrase, which `book_aliases` reads from the tex
   "the Major, whom he called Mr. Dobbin"       (whom ... called: the name is the Major's)
   "Jack Harper called himself Jones"           (the name right before "called himself")
   "Lizzy, as Elizabeth was called"
+  "Mrs. Markleham; but our boys used to call her the Old Soldier"   (the name just before)
 
 Joins: the one entity each side's name stands for (its most frequent name is within that name
 and holds the name's first word: "Dunsey" for "Dunsey Cass", not "Cass", the father), the
-smaller into the bigger, where their profiles can be one person.
+smaller into the bigger, where their profiles can be one person; where they cannot but the book
+gives both names one gender ("Mrs. Markleham; but our boys used to call her the Old Soldier",
+and a window put another's "he" in the chain of "the Old Soldier"), one side's mentions of its
+name go to the other, each where it fits there (the smaller side's first), and the rest stays.
 
 Never joins: a plain "X called Y" (one person summoning another: "Coggan called Gabriel"),
 "the man who called himself X" (no name to join it to), a name either side that two entities
@@ -34,6 +38,9 @@ _TURNS = (  # (pattern, group of the person's name, group of the alias)
     (re.compile(_NAME + r",\s+whom\s+(?:\w+\s+){1,2}?(?:called|call|nicknamed)\s+" + _NAME), 1, 2),
     (re.compile(_NAME + r"\s+(?:who\s+)?(?:had\s+)?(?:called|calls|styled|styles)\s+(?:himself|herself)\s+" + _NAME), 1, 2),
     (re.compile(_NAME + r",\s+as\s+" + _NAME + r"\s+(?:was|is)\s+(?:then\s+|always\s+|usually\s+)?called\b"), 2, 1),
+    # "Mrs. Markleham; but our boys used to call her the Old Soldier": the name just before is the her
+    (re.compile(_NAME + r"[,;]\s+(?:but\s+|and\s+)?(?:[a-z]+\s+){0,5}?(?:call|called|calls|nicknamed)\s+(?P<pronoun>her|him)\s+"
+                r"(?:the\s+)?" + _NAME), 1, 3),
 )
 
 
@@ -51,6 +58,9 @@ def book_aliases(text: str, forms=None) -> list[tuple[Name, str, Name, str]]:
                 while name is not None and " " in said and said.split()[0].lower().rstrip(".") not in name.words | HONORIFICS.keys():
                     said = said.split(maxsplit=1)[1]  # "Then Jack Harper": "Jack Harper"
                 sides += [forms.apply(name, said) if name is not None and forms is not None else name, said]
+            pronoun = m.groupdict().get("pronoun")
+            if pronoun and sides[2] is not None:  # "call her the Old Soldier": the book says the alias's gender
+                sides[2] = sides[2]._replace(gender="f" if pronoun == "her" else "m")
             if sides[0] is not None and sides[2] is not None and sides[0].words != sides[2].words:
                 found.append((m.start(), tuple(sides)))
     return [sides for _, sides in sorted(found, key=lambda f: f[0])]
@@ -83,7 +93,17 @@ def join_aliases(doc, entities: list[Entity], state: Joining) -> list[Entity]:
             continue
         if not any(doc.reader.mention(*m).is_person for m in a.mentions + b.mentions):
             continue  # "Cherry Creek, as Denver was then called": places
+        sides = sorted(((a, name), (b, alias)), key=lambda p: -len(p[0].mentions))
         if a.profile.compatible(b.profile, same_name=True, names=False, quotes=False):  # the book's word: as a full name said again
-            into, other = (a, b) if len(a.mentions) >= len(b.mentions) else (b, a)
-            absorb(into, other)
+            absorb(sides[0][0], sides[1][0])
+            continue
+        if not (name.gender and alias.gender == name.gender):
+            continue  # "Maggie, alias Celestine" beside a "he": maybe two people
+        # the book gives both names one gender ("Mrs. Markleham; ... call her the Old Soldier"), so a
+        # chain of the alias beside a "he" is a window's slip: one side's mentions of its name go to
+        # the other side, each where it fits there (the smaller side's first)
+        for (into, _), (other, its) in (sides, sides[::-1]):
+            if doc.lend_name(other, {n.words for n in doc.profile(other.mentions).names if n.words <= its.words},
+                             lambda m, into=into: [into] if doc.fits(into, m, names=False) else []):
+                break
     return alive(entities)

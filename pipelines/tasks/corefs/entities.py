@@ -220,7 +220,7 @@ class NameForms:
         titled = {_plain(m.group(1)) for m in _AFTER_TITLE.finditer(text)}  # "Colonel Forster", beside "Mrs. Forster"
         husbands = {_plain(m.group(1)) for m in _MRS_HIS_NAME.finditer(text)}  # "Mrs. Charles Musgrove": his "Charles"
         self.women = {w: (next(iter(f)) if len(f) == 1 else None) for w, f in forms.items()
-                      if w not in self.men | titled | husbands}
+                      if w not in self.men | titled | husbands | TITLES}  # "Mrs. Doctor Strong": no woman's "Doctor"
         self.married = married_names(text)
         self.brothers = brothers(text)
 
@@ -241,13 +241,13 @@ class NameForms:
 
 
 # A woman's married name, as a book says it: "Charlotte the wife of Mr. Collins", "Jane, now
-# Mrs. Bingley", "Lydia became Mrs. Wickham", "Mr. Collins married Charlotte".
+# Mrs. Bingley", "Lydia became Mrs. Wickham", "Marguerite St. Just married Sir Percy Blakeney".
 _HUSBAND = (r"(?:Mr|Mister|Sir|Dr|Doctor|Captain|Colonel|Major|Lord)\.?\s+"  # his title, his other names, his surname
             r"(?:[A-Z]\.\s+|[A-Z][\w'\u2019-]*\s+){0,2}?([A-Z][\w'\u2019-]+)\b(?!\s+[A-Z])")  # not past a full stop
 _MARRIED = [
     (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now\s+|then\s+)?(?:the\s+)?wife\s+of\s+" + _HUSBAND), 1, 2),
     (re.compile(r"\b([A-Z][a-z]+),?\s+(?:now|then|became|who\s+became)\s+Mrs\.?\s+([A-Z][\w'\u2019-]*)"), 1, 2),
-    (re.compile(r"\b([A-Z][a-z]+)\s+(?:was\s+|had\s+been\s+|is\s+)?married\s+to\s+" + _HUSBAND), 1, 2),
+    (re.compile(r"(?<!Mr\.\s)(?<!Mr\s)(?<!Sir\s)(?<!Lord\s)\b([A-Z][a-z]+)(?:\s+[A-Z][\w.'\u2019-]*){0,2}\s+(?:was\s+|had\s+been\s+|is\s+)?married\s+(?:to\s+)?" + _HUSBAND + r"(?![\w'\u2019])(?<!['\u2019]s)"), 1, 2),
     (re.compile(_HUSBAND + r"\s+(?:had\s+|has\s+)?married\s+(?:Miss\s+)?([A-Z][a-z]+)\b"), 2, 1),
 ]
 

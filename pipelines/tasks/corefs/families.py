@@ -69,6 +69,13 @@ class Families:
             count += given not in other_forms and wanted in genders  # of unknown gender: no one to count
         return count
 
+    def full_names(self) -> list[Name]:
+        """Each given name and surname the book's full names pair ("Charles Musgrove"), as a Name
+        of those two words: a bridge (entities.names_compatible) between "Charles" and "Mr.
+        Musgrove" where a chain holds both."""
+        return [Name(frozenset((given, surname)), None, None)
+                for surname, members in sorted(self.members.items()) for given in sorted(members)]
+
     def surnames_of(self, given: str) -> set[str]:
         """The surnames the book's full names pair the given name with ("charles": {"musgrove",
         "hayter"} in Persuasion)."""

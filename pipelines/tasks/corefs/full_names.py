@@ -61,9 +61,11 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
         for words, (first, full) in holder.items():
             o = first.final()
             part = own.words < words or (own.words == words and counts[(words, id(e))] < counts[(words, id(first))])
-            if (o is not e and part and same_person(own, doc.dominant_name(o), full) and doc.names_within(e, full)
-                    and not other_surname(doc, e, own, first, full)):
-                found[id(o)] = o
+            theirs = doc.dominant_name(o)
+            if (o is not e and part and same_person(own, theirs, full) and doc.names_within(e, full)
+                    and not other_surname(doc, e, own, first, full)
+                    and not (own.words <= TITLES and not own.words <= theirs.words)):  # "the Doctor" is not Mr. Mell's,
+                found[id(o)] = o  # whom the book once calls "Doctor Mell": a rank joins a chain mostly called by it
                 fulls.setdefault(id(o), set()).add(words)
         if len(found) > 1:  # two Miss Lucases: the one whose full name this chain itself says,
             says = {n.words for n in e.profile.names}  # else the one whose chain says "Miss Lucas" too

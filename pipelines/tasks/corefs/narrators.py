@@ -34,6 +34,11 @@ MIN_SECTIONS = 3
 # The Moonstone's narratives and Evelina's letters; 0.002-0.018 in the chapters of Vanity Fair
 # and North and South, third-person novels whose titles or quoted letters look like headings.
 FIRST_PERSON = 0.025
+# A heading that says the part is someone's ("Contributed by SERGEANT CUFF", "The Story Resumed by
+# FRANKLIN BLAKE") needs less: a detective's report says "I" in 0.008 of its words. Such headings
+# head a narrator's part in every LitBank novel that has them (The Moonstone, Treasure Island).
+FIRST_PERSON_BY = 0.005
+_BY = 2  # the index in _HEADINGS of the "Contributed by NAME" shape
 _WORDS = re.compile(r"[A-Za-z]+")
 _FIRST_PERSON_WORDS = frozenset("i me my mine myself".split())
 
@@ -61,6 +66,7 @@ class Section(NamedTuple):
     start: int  # the heading's first character
     writer: str  # the writer's name as the heading writes it
     name_span: tuple[int, int]  # the characters of that name in the text
+    by: bool = False  # a "Contributed by NAME" heading (FIRST_PERSON_BY)
 
 
 def _lines(text: str):
@@ -100,14 +106,14 @@ def headed_sections(text: str) -> list[Section]:
     book has fewer than MIN_SECTIONS headings or one writer only."""
     found = []
     for start, line in _lines(text):
-        for pattern in _HEADINGS:
+        for shape, pattern in enumerate(_HEADINGS):
             m = pattern.search(line)
             if m is None:
                 continue
             writer = _writer(m)
             if writer is not None:
                 name, at = writer
-                found.append(Section(start, name, (start + at, start + at + len(name))))
+                found.append(Section(start, name, (start + at, start + at + len(name)), shape == _BY))
                 break
     # a writer is someone the book names (not a heading's place or thing): the surname said
     # outside the headings at least MIN_SECTIONS times
@@ -120,7 +126,8 @@ def headed_sections(text: str) -> list[Section]:
 
 def _told_in_the_first_person(text: str, found: list[Section]) -> list[Section]:
     """The sections, each with its writer where its narration (outside quotes) says "I", "me",
-    "my" in at least FIRST_PERSON of its words, else with no writer (writer ""): a chapter
+    "my" in at least FIRST_PERSON of its words (FIRST_PERSON_BY under a "Contributed by"
+    heading), else with no writer (writer ""): a chapter
     title of a novel told in the third person ("Miss Sharp Begins to Make Friends") heads no
     writer's part, but still ends the part before it."""
     inside = bytearray(len(text))
@@ -131,7 +138,7 @@ def _told_in_the_first_person(text: str, found: list[Section]) -> list[Section]:
         end = found[i + 1].start if i + 1 < len(found) else len(text)
         words = [m for m in _WORDS.finditer(text, section.start, end) if not inside[m.start()]]
         first = sum(m.group().lower() in _FIRST_PERSON_WORDS for m in words)
-        told = bool(words) and first >= FIRST_PERSON * len(words)
+        told = bool(words) and first >= (FIRST_PERSON_BY if section.by else FIRST_PERSON) * len(words)
         kept.append(section if told else section._replace(writer=""))
     return kept
 

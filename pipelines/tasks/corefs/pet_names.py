@@ -3,7 +3,8 @@
 Joins an entity whose most frequent name is a single given name that lists of English names
 know as a diminutive or short form of another ("Lizzy" of Elizabeth, "Jim" of James, "Harry"
 of Henry, "Kate" of Katherine; the hand-curated table of the `nicknames` package; a full name
-spelled with a letter more or less than the table's counts: "Tony" of Antony as of Anthony) with the
+spelled with a letter more or less than the table's counts: "Tony" of Antony as of Anthony; or a
+name that dialogue spells with an apostrophe for letters left out: "Em'ly" of Emily) with the
 one entity whose most frequent name holds such a full given name ("James Vane", "Henry"), the
 smaller into the bigger, when the two can be one person (entities.Profile: genders,
 pronouns, forms of address, who speaks to whom).
@@ -72,6 +73,15 @@ def spelled_apart(a: str, b: str) -> bool:
     return any(long[:k] + long[k + 1:] == short for k in range(len(long)))
 
 
+def elided(short: str, full: str) -> bool:
+    """Whether `short` is `full` written with letters left out where an apostrophe stands, as
+    dialogue spells a name ("Em'ly" of Emily, "Sam'l" of Samuel): what comes before and after the
+    apostrophe begins and ends the full name, which has letters more between them."""
+    before, mark, after = short.partition("'")
+    return (bool(mark and before and after) and "'" not in after and len(full) > len(before) + len(after)
+            and full.startswith(before) and full.endswith(after))
+
+
 def _compatible(doc, o, e) -> bool:
     """Whether the two can be one person, a quote's "I" and "you" not asked: the table's word
     that the names are one person's outweighs a window's "I" put in the wrong chain, as a full
@@ -103,7 +113,7 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
         if e.into is not None or name is None or len(name.words - TITLES) != 1:
             continue
         (word,) = name.words - TITLES
-        fulls = full_forms(word)
+        fulls = full_forms(word) or frozenset(w for _, n in named if n is not None for w in n.words if elided(word, w))
         if not fulls:
             continue
         holders = _principal(_holders(named, e, word, fulls), doc)

@@ -5,7 +5,9 @@ Darcy" in chapter 40 with "Mr. Darcy" in chapter 3), the entity that says the na
 the others, one by one, where their profiles can be one person. An entity that cannot join
 any of them (a window's chain that holds "Mr. Darcy" beside a "they") gives its mentions of the
 name to the one entity of that name each fits, and keeps the rest (DocumentEntities.lend_name):
-a proper name is the surest thing a chain holds.
+a proper name is the surest thing a chain holds. Two chains of one name whose other names clash
+("Charles" alone, and "Charles" beside "Mr. Musgrove") are one where a full name the book says
+("Charles Musgrove") holds the clashing names (families.Families.full_names).
 
 `short_names` joins an entity whose name is a part of exactly one longer name ("Silver" and
 "Long John Silver", "Teodor" and "Teodor Varga"), the longer names first, so that "John Silver"
@@ -25,6 +27,7 @@ Bennet", "Mrs. Bennet"); profiles that cannot be one person (entities.Profile.co
 from __future__ import annotations
 
 from .chains import Entity, Joining, absorb, alive
+from .entities import names_compatible
 
 
 def group_by_name(doc, entities: list[Entity], state: Joining) -> None:
@@ -41,7 +44,7 @@ def join_same_name(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     for words, group in state.by_name.items():
         kept: list[Entity] = []
         for e in sorted(group, key=lambda e: (-doc.named(e, words), -len(e.mentions))):  # the most named takes the others
-            into = next((o for o in kept if doc.compatible(o, e)), None)
+            into = next((o for o in kept if doc.compatible(o, e) or _bridged_by_book(doc, o, e, state)), None)
             if into is not None:
                 absorb(into, e)
                 continue
@@ -50,6 +53,21 @@ def join_same_name(doc, entities: list[Entity], state: Joining) -> list[Entity]:
             kept.append(e)
         group[:] = kept
     return alive(entities)
+
+
+def _bridged_by_book(doc, a: Entity, b: Entity, state: Joining) -> bool:
+    """Whether two chains of one name fit as one person once the book's full names bridge their
+    other names: a "Charles" chain and a chain of "Charles" and "Mr. Musgrove" in a book that says
+    "Charles Musgrove" (the second chain already holds the two together; neither chain says the
+    full name, so Profile.compatible alone keeps them apart). Only where `b`, the chain that joins,
+    says no name `a` lacks: the join gives `a` no new name ("Lady Blakeney" in Marguerite's chain
+    would keep out her maiden "Marguerite St. Just")."""
+    if state.families is None or not {n.words for n in b.profile.names} <= {n.words for n in a.profile.names}:
+        return False
+    if not doc.compatible(a, b, names=False):
+        return False
+    bridges = [n for n in a.profile.names | b.profile.names if len(n.words) > 1] + state.families.full_names()
+    return all(names_compatible(x, y, bridges) for x in a.profile.names for y in b.profile.names)
 
 
 def join_short_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:

@@ -33,14 +33,18 @@ def chapter_starts(text: str) -> list[int]:
     return [0] + [m.start() for m in CHAPTER.finditer(text) if m.start() > 0]
 
 
-def own_voices(starts: list[int], votes: list[tuple[int, str]]) -> list[str | None]:
-    """Each chapter's narrator gender by its own votes: the one at least LEAST_VOTES of them say
-    and more than twice the other; else None."""
+def _counts(starts: list[int], votes: list[tuple[int, str]]) -> list[Counter]:
     counts = [Counter() for _ in starts]
     for at, gender in votes:
         counts[bisect.bisect_right(starts, at) - 1][gender] += 1
+    return counts
+
+
+def own_voices(starts: list[int], votes: list[tuple[int, str]]) -> list[str | None]:
+    """Each chapter's narrator gender by its own votes: the one at least LEAST_VOTES of them say
+    and more than twice the other; else None."""
     out: list[str | None] = []
-    for c in counts:
+    for c in _counts(starts, votes):
         (top, k), *rest = c.most_common(2) or [(None, 0)]
         out.append(top if k >= LEAST_VOTES and (not rest or k > 2 * rest[0][1]) else None)
     return out
@@ -49,13 +53,21 @@ def own_voices(starts: list[int], votes: list[tuple[int, str]]) -> list[str | No
 def two_voices(starts: list[int], votes: list[tuple[int, str]]) -> list[str | None] | None:
     """Each chapter's voice where the narrator is two (both genders in at least LEAST_CHAPTERS
     chapters by their own votes), else None. A chapter without a voice of its own takes the
-    one before it (the first chapters, the first voice)."""
+    one before it (the first chapters, the first voice), but where the voice changes between two
+    chapters with voices, it changes at the first chapter between them whose votes, one or more,
+    all say the new voice (a diary handed over at a chapter's head, the new writer's name said
+    once there)."""
     own = own_voices(starts, votes)
     seen = Counter(g for g in own if g)
     if len(seen) != 2 or min(seen.values()) < LEAST_CHAPTERS:
         return None
+    counts = _counts(starts, votes)
     out, last = [], next(g for g in own if g)
-    for g in own:
+    for c, g in enumerate(own):
+        if g is None:
+            after = next((x for x in own[c + 1:] if x), None)
+            if after is not None and after != last and set(counts[c]) == {after}:
+                g = after  # the new voice's names, said too few times to be a voice alone
         last = g or last
         out.append(last)
     return out
