@@ -223,8 +223,8 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
 def _narrator_names(reader: MentionReader, groups, joined: dict[int, int], narrators, owner) -> dict[Span, int]:
     """The narrator's name where other chains hold it: a group whose most frequent name is
     the one the narrator is called by, titles left out ("Dr. Watson", or "Watson" in a chain of
-    someone's "you"), or that name and a surname where the book's groups say one such full name
-    only ("Ellen Dean" for a narrator called "Ellen"), gives its mentions of that name to the
+    someone's "you"), or that given name and a surname where the book's groups say one such full
+    name only ("Ellen Dean" for a narrator called "Ellen"), gives its mentions of that name to the
     narrator (the rest of it, a window's links to other people, stays). Not a name of the other
     gender ("Mrs. Hawkins" is not Jim). span -> narrator group."""
     moved = {}
@@ -237,7 +237,8 @@ def _narrator_names(reader: MentionReader, groups, joined: dict[int, int], narra
         if not called or len(genders) > 1:
             continue
         fuller = {n for n in names if called < n and len(n) == len(called) + 1}
-        forms = {called} | (fuller if len(called) == 1 and len(fuller) == 1 else set())
+        given = len(called) == 1 and not called & reader.forms.men  # "Ellen"; not "Markham", Mr. Markham's family name
+        forms = {called} | (fuller if given and len(fuller) == 1 else set())
         for g, group in enumerate(groups):
             if g == k or g in narrators or g in joined or names[g] not in forms:
                 continue
