@@ -77,10 +77,11 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
         (o,) = found.values()
         if (state.shared_surname(own, doc.reader.forms) and not fulls[id(o)] & {n.words for n in e.profile.names}
                 and own not in o.profile.names):
-            continue  # "Mr. Earnshaw" in a book of several: only where one of the two chains says it is that one  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
-        if doc.compatible(o, e, names=False):
+            continue  # "Mr. Earnshaw" in a book of several: only where one of the two chains says it is that one
+        if doc.compatible(o, e, names=False):  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
             absorb(o, e)
-        elif LEND_SIZE * len(o.mentions) >= len(e.mentions) and doc.lend_name(e, {own.words, *fulls[id(o)]}, lambda m: [o] if doc.fits(o, m, names=False) else []):
+        elif LEND_SIZE * len(o.mentions) >= len(e.mentions) and doc.lend_name(
+                e, {own.words, *fulls[id(o)]}, lambda m: [o] if doc.fits(o, m, names=False) else []):
             state.lent.add(id(e))
     return alive(entities)
 

@@ -3,9 +3,9 @@
 Where the book says whom she married (entities.married_names: "Charlotte the wife of Mr.
 Collins", "Jane, now Mrs. Bingley"), the one entity whose most frequent name is hers
 ("Charlotte", "Miss Lucas") and the one whose is "Mrs." (or "Lady", a knight's or a lord's
-wife: "Lady Blakeney") and his surname are one, the smaller into the bigger. The book's word outweighs a window's "I" or "you" put in the wrong one of the
-two, and the change of form of address ("Miss" to "Mrs.") is what marriage does, so neither is
-asked.
+wife: "Lady Blakeney") and his surname are one, the smaller into the bigger. The book's word
+outweighs a window's "I" or "you" put in the wrong one of the two, and the change of form of
+address ("Miss" to "Mrs.") is what marriage does, so neither is asked.
 
 Never joins: where two entities could be the wife ("Mrs. Collins" and the elder "Mrs.
 Collins") or two the maiden (one of her name's chains holding less than twice the mentions of

@@ -38,7 +38,6 @@ FIRST_PERSON = 0.025
 # FRANKLIN BLAKE") needs less: a detective's report says "I" in 0.008 of its words. Such headings
 # head a narrator's part in every LitBank novel that has them (The Moonstone, Treasure Island).
 FIRST_PERSON_BY = 0.005
-_BY = 2  # the index in _HEADINGS of the "Contributed by NAME" shape
 _WORDS = re.compile(r"[A-Za-z]+")
 _FIRST_PERSON_WORDS = frozenset("i me my mine myself".split())
 
@@ -48,13 +47,14 @@ _TITLE = r"(?:(?i:Mr|Mrs|Miss|Dr|Doctor|Sergeant|Captain|Colonel|Lady|Lord|Sir|P
 _NAME = rf"({_TITLE}?(?:[A-Z][\w\u2019'-]*\.?\s+){{0,3}}[A-Z][\w\u2019'-]*)"
 _WORD_NAME = r"[A-Z][\w\u2019'-]*"
 _AFTER = r"(?=\s*(?:[,;(.:]|$))"  # what may follow a writer's name: a description, a date, a place
+# "Contributed by MISS CLACK; niece of ...", "The Story Resumed by FRANKLIN BLAKE", "The events related by ..."
+_BY_HEADING = re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded)\s+(?i:by)\s+{_NAME}{_AFTER}")
 _HEADINGS = [
     # "Jonathan Harker's Journal", "DR. SEWARD'S DIARY", "Mina Murray's Journal (continued)"
     re.compile(rf"^{_NAME}['\u2019][sS]\s+(?:[A-Za-z-]+\s+){{0,2}}?{_DOCS}\b"),
     # "Extracted from the Journal of Ezra Jennings", "In a Letter from MR. CANDY", "The Statement of X (1849)"
     re.compile(rf"\b{_DOCS}\s+(?:[A-Za-z-]+\s+){{0,2}}?(?i:of|by|from)\s+{_NAME}{_AFTER}"),
-    # "Contributed by MISS CLACK; niece of ...", "The Story Resumed by FRANKLIN BLAKE", "The events related by ..."
-    re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded)\s+(?i:by)\s+{_NAME}{_AFTER}"),
+    _BY_HEADING,
     # "Letter, Miss Mina Murray to Miss Lucy Westenra", "MR. VILLARS TO LADY HOWARD Berry Hill, March 12."
     re.compile(rf"^(?:(?i:Letter|Telegram|Note)[,.]?\s+(?:(?i:from)\s+)?)?{_NAME}\s*,?\s+(?:to|TO)\s+{_TITLE}?[A-Z]"),
 ]
@@ -106,14 +106,14 @@ def headed_sections(text: str) -> list[Section]:
     book has fewer than MIN_SECTIONS headings or one writer only."""
     found = []
     for start, line in _lines(text):
-        for shape, pattern in enumerate(_HEADINGS):
+        for pattern in _HEADINGS:
             m = pattern.search(line)
             if m is None:
                 continue
             writer = _writer(m)
             if writer is not None:
                 name, at = writer
-                found.append(Section(start, name, (start + at, start + at + len(name)), shape == _BY))
+                found.append(Section(start, name, (start + at, start + at + len(name)), pattern is _BY_HEADING))
                 break
     # a writer is someone the book names (not a heading's place or thing): the surname said
     # outside the headings at least MIN_SECTIONS times
@@ -127,9 +127,9 @@ def headed_sections(text: str) -> list[Section]:
 def _told_in_the_first_person(text: str, found: list[Section]) -> list[Section]:
     """The sections, each with its writer where its narration (outside quotes) says "I", "me",
     "my" in at least FIRST_PERSON of its words (FIRST_PERSON_BY under a "Contributed by"
-    heading), else with no writer (writer ""): a chapter
-    title of a novel told in the third person ("Miss Sharp Begins to Make Friends") heads no
-    writer's part, but still ends the part before it."""
+    heading), else with no writer (writer ""): a chapter title of a novel told in the third
+    person ("Miss Sharp Begins to Make Friends") heads no writer's part, but still ends the part
+    before it."""
     inside = bytearray(len(text))
     for a, z in quote_spans(text):
         inside[a:z] = b"\x01" * (z - a)

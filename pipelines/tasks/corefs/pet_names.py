@@ -113,7 +113,9 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
         if e.into is not None or name is None or len(name.words - TITLES) != 1:
             continue
         (word,) = name.words - TITLES
-        fulls = full_forms(word) or frozenset(w for _, n in named if n is not None for w in n.words if elided(word, w))
+        fulls = full_forms(word)
+        if not fulls and "'" in word:  # "Em'ly": the book's own names it is written short for
+            fulls = frozenset(w for _, n in named if n is not None for w in n.words if elided(word, w))
         if not fulls:
             continue
         holders = _principal(_holders(named, e, word, fulls), doc)

@@ -16,8 +16,9 @@ take the whole entity, its mentions of the name go to the longer-named entity th
 
 Never joins: a short name to one of the book's people who share it unless that one's chain
 says it too (and, for a given name, unless the short name's own chain says that one's full
-name: "John" with "John Silver", not a "Charles" chain that never says "Charles Hayter"): a given name alone that two full names of different surnames hold ("Charles"
-beside "Charles Musgrove" and "Charles Hayter"), a form of address and a surname that two of a
+name: "John" with "John Silver", not a "Charles" chain that never says "Charles Hayter"): a
+given name alone that two full names of different surnames hold ("Charles" beside "Charles
+Musgrove" and "Charles Hayter"), a form of address and a surname that two of a
 family can bear ("Mr. Earnshaw" beside "Hindley Earnshaw" and "Hareton Earnshaw";
 families.py); a short name that is a part of two longer ones that fit ("Miss Bennet" beside
 "Jane Bennet" and "Elizabeth Bennet"); two names of two genders or forms of address ("Mr.
@@ -41,10 +42,11 @@ def group_by_name(doc, entities: list[Entity], state: Joining) -> None:
 
 def join_same_name(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     """Pass `same_name` (see the module's notes). Returns the entities left."""
+    full_names = state.families.full_names() if state.families is not None else []  # the book's, read once
     for words, group in state.by_name.items():
         kept: list[Entity] = []
         for e in sorted(group, key=lambda e: (-doc.named(e, words), -len(e.mentions))):  # the most named takes the others
-            into = next((o for o in kept if doc.compatible(o, e) or _bridged_by_book(doc, o, e, state)), None)
+            into = next((o for o in kept if doc.compatible(o, e) or _bridged_by_book(doc, o, e, full_names)), None)
             if into is not None:
                 absorb(into, e)
                 continue
@@ -55,18 +57,18 @@ def join_same_name(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     return alive(entities)
 
 
-def _bridged_by_book(doc, a: Entity, b: Entity, state: Joining) -> bool:
+def _bridged_by_book(doc, a: Entity, b: Entity, full_names: list) -> bool:
     """Whether two chains of one name fit as one person once the book's full names bridge their
     other names: a "Charles" chain and a chain of "Charles" and "Mr. Musgrove" in a book that says
     "Charles Musgrove" (the second chain already holds the two together; neither chain says the
     full name, so Profile.compatible alone keeps them apart). Only where `b`, the chain that joins,
     says no name `a` lacks: the join gives `a` no new name ("Lady Blakeney" in Marguerite's chain
-    would keep out her maiden "Marguerite St. Just")."""
-    if state.families is None or not {n.words for n in b.profile.names} <= {n.words for n in a.profile.names}:
+    would keep out her maiden "Marguerite St. Just"). `full_names`: Families.full_names."""
+    if not full_names or not {n.words for n in b.profile.names} <= {n.words for n in a.profile.names}:
         return False
     if not doc.compatible(a, b, names=False):
         return False
-    bridges = [n for n in a.profile.names | b.profile.names if len(n.words) > 1] + state.families.full_names()
+    bridges = [n for n in a.profile.names | b.profile.names if len(n.words) > 1] + full_names
     return all(names_compatible(x, y, bridges) for x in a.profile.names for y in b.profile.names)
 
 

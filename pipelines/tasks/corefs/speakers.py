@@ -324,9 +324,9 @@ def _narrator_other_names(reader: MentionReader, groups, speakers: list[int | No
     gender = _gender(reader, groups[named])
     out = []
     for k, count in votes.items():
-        own = _gender(reader, groups[k])
-        if ((count > least or (count == least and 2 * count > said[k] and own in (None, gender)))
-                and partners[frozenset((k, narrator))] < 2 * count and (gender is None or own in (None, gender))):
+        agrees = _gender(reader, groups[k]) in (None, gender)  # where `named`'s is unknown: no gender either
+        enough = count > least or (count == least and 2 * count > said[k] and agrees)
+        if enough and partners[frozenset((k, narrator))] < 2 * count and (gender is None or agrees):
             out.append(k)
     return out
 
