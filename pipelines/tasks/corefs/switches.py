@@ -12,6 +12,8 @@ pass the environment to the lfcli they run):
   narrator_names    every name others call the narrator by joins the narrator
                     (speakers._narrator_other_names), not only the most frequent
   sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
+  taken_names       a name a speaker or narrator says is theirs joins their chain ("My name
+                    is Umbopa", "I shall be Lady Lowborough"; taken_names.py)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 
 NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
-PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices")
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices", "taken_names")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 

@@ -16,6 +16,7 @@ from ...infer.tokenize import paragraph_ids
 from .decode import decode_clusters, words_of
 from .document import DocumentEntities
 from .speakers import give_quotes
+from .taken_names import join_taken_names
 from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end
 from .scenes import scene_breaks
 from .stories import story_breaks
@@ -164,6 +165,8 @@ class CorefTask(Task):
         offsets = prepared.encoded.offsets
         groups = entities.link_names()
         speakers = give_quotes(reader, groups, breaks, stories) if self.rules else [None] * len(reader.quotes)
+        if self.rules and on("taken_names"):  # "My name is Umbopa": now that each quote's "I" is its speaker's
+            speakers = join_taken_names(reader, groups, speakers, entities.profile)
         speaking = set(speakers)
         kept = []  # (chain, its group)
         for k, mentions in enumerate(groups):
