@@ -14,7 +14,8 @@ import bisect
 import re
 from collections import Counter
 
-from .entities import NOT, TITLES, MentionReader, proper_name
+from .entities import NOT, TITLES, MentionReader, names_compatible, proper_name
+from .letters import signed_letters, with_letters
 from .narrators import headed_sections, writer_key
 from .switches import on
 from .quotes import attribute
@@ -160,6 +161,8 @@ def by_writer(reader: MentionReader, narration: dict[int, list], groups: list[li
     it); those "I" are taken out of `narration`, which keeps the rest for the one-narrator rule.
     Returns writer's name (as its first heading writes it) -> group."""
     sections = headed_sections(reader.text) if on("headed_sections") else []
+    if on("signed_letters"):  # a letter copied into the prose is its signer's (letters.py)
+        sections = with_letters(sections, signed_letters(reader.text))
     if not sections:
         return {}
     starts = [s.start for s in sections]
@@ -203,7 +206,10 @@ def _token_span(starts: list[int], ends: list[int], a: int, z: int) -> Span | No
 def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: list[int], writer: str) -> int | None:
     """The group the book's chains name a heading's writer by: the one holding most mentions
     of the writer's name or of a part of it ("Miss Clack", "Betteredge" for GABRIEL
-    BETTEREDGE), titles aside; not a narrator group. None when no chain names them."""
+    BETTEREDGE), titles aside; not a narrator group, nor one that says twice or more another
+    full name with a word of the writer's ("John Silver" beside the "John" of a letter signed
+    "John Trelawney").
+    None when no chain names them."""
     full = proper_name(writer)
     if full is None:
         return None
@@ -212,11 +218,16 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
     for k, group in enumerate(groups):
         if k in narrators:
             continue
+        others: Counter = Counter()
         for span in group:
             name = reader.mention(*span).name
             if name is not None and name.words - TITLES and name.words - TITLES <= words:
                 if full.gender is None or name.gender in (None, full.gender):
                     counts[k] += 1
+            elif name is not None and name.words & words and not names_compatible(name, full):
+                others[name.words] += 1  # another full name with a word of the writer's: another person
+        if counts[k] and any(n >= 2 for n in others.values()):
+            del counts[k]
     return counts.most_common(1)[0][0] if counts else None
 
 

@@ -7,6 +7,7 @@ pass the environment to the lfcli they run):
   stray_names, narrated_kin, same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases
                     the name passes, in the order they run (name_passes.py)
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
+  signed_letters    a letter copied into the prose is its signer's part (letters.py)
   narrator_voices   a narrator called by a man's names in some chapters and a woman's in
                     others is two narrators (voices.py)
   narrator_names    every name others call the narrator by joins the narrator
@@ -21,7 +22,7 @@ from __future__ import annotations
 import os
 
 NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
-PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices", "taken_names")
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices", "taken_names", "signed_letters")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 
