@@ -37,45 +37,51 @@ def test_no_signature_a_quote_a_name_the_book_never_says_or_a_wrapped_last_word_
     assert signed_letters(NAMED + few) == []  # not told in the first person
 
 
-def test_a_letter_s_i_goes_to_its_signer_and_the_narrator_keeps_the_rest(monkeypatch):
-    text = ("I walked to the inn. " * 10 + "\n\n" + NAMED
-            + "DEAR ELLEN,--I came last night. I am tired and I am sad.--ISABELLA.\n\n"
-            + "I folded the letter. I slept.")
+PROSE = "I walked to the inn. " * 10 + "\n\n"  # ten narration "I": a first-person narration
+
+
+def words_of(text: str):
+    """A reader over `text`, its token spans, and a function: a word -> its one-token spans."""
     reader, spans = reader_over_words(text)
     words = [text[a:z] for a, z in spans]
-    narration = [(i, i) for i, w in enumerate(words) if w == "I"]
-    isabella = [(i, i) for i, w in enumerate(words) if w == "Isabella"]
+    return reader, spans, words, lambda w: [(i, i) for i, x in enumerate(words) if x == w]
+
+
+def holder(groups, span) -> int:
+    return next(k for k, g in enumerate(groups) if span in g)
+
+
+def test_a_letter_s_i_goes_to_its_signer_and_the_narrator_keeps_the_rest(monkeypatch):
+    text = (PROSE + NAMED + "DEAR ELLEN,--I came last night. I am tired and I am sad.--ISABELLA.\n\n"
+            + "I folded the letter. I slept.")
+    reader, spans, _, every = words_of(text)
+    narration, isabella = every("I"), every("Isabella")
     groups = [list(narration), list(isabella)]
     give_quotes(reader, groups)
     letter_i = [s for s in narration if text.index("DEAR") < spans[s[0]][0] < text.index("ISABELLA.")]
-    holder = {s: next(k for k, g in enumerate(groups) if s in g) for s in narration + isabella}
-    assert len(letter_i) == 3 and {holder[s] for s in letter_i} == {holder[isabella[0]]}
-    rest = [holder[s] for s in narration if s not in letter_i]
-    assert len(set(rest)) == 1 and rest[0] != holder[isabella[0]]
+    assert len(letter_i) == 3 and {holder(groups, s) for s in letter_i} == {holder(groups, isabella[0])}
+    rest = {holder(groups, s) for s in narration if s not in letter_i}
+    assert len(rest) == 1 and rest != {holder(groups, isabella[0])}
     monkeypatch.setenv("LFCLI_COREF_OFF", "signed_letters")
     groups = [list(narration), list(isabella)]
     give_quotes(reader, groups)
-    assert len({next(k for k, g in enumerate(groups) if s in g) for s in narration}) == 1
+    assert len({holder(groups, s) for s in narration}) == 1
 
 
 def test_a_letter_signed_with_a_given_name_another_man_shares_goes_to_the_signer():
     """Signed "John Trelawney": the chain that says "John" most is John Silver's, which says
     another full name with "John" in it; the letter goes to Trelawney's."""
-    book = "John Silver came. John Silver went. John ran. John sat. John ate. John hid. Trelawney came. Trelawney sat. Trelawney ran.\n\n"
-    text = ("I walked to the inn. " * 10 + "\n\n" + book
-            + "Dear Livesey--I came last night. I am tired and I am sad.\n     John Trelawney\n\n"
+    book = ("John Silver came. John Silver went. John ran. John sat. John ate. John hid. "
+            "Trelawney came. Trelawney sat. Trelawney ran.\n\n")
+    text = (PROSE + book + "Dear Livesey--I came last night. I am tired and I am sad.\n     John Trelawney\n\n"
             + "I folded the letter. I slept.")
-    reader, spans = reader_over_words(text)
-    words = [text[a:z] for a, z in spans]
-    narration = [(i, i) for i, w in enumerate(words) if w == "I"]
-    silver = [(i, i + 1) if words[i + 1] == "Silver" else (i, i) for i, w in enumerate(words[:-1])
-              if w == "John" and words[i + 1] != "Trelawney"]
-    squire = [(i, i) for i, w in enumerate(words) if w == "Trelawney"][:2]
-    groups = [list(narration), list(silver), list(squire)]
+    reader, spans, words, every = words_of(text)
+    silver = [(i, i + 1) if words[i + 1] == "Silver" else (i, i) for i, _ in every("John") if words[i + 1] != "Trelawney"]
+    squire = every("Trelawney")[:2]  # the third, in no chain, is the book's naming him
+    groups = [every("I"), list(silver), list(squire)]
     give_quotes(reader, groups)
-    in_letter = [s for s in narration if text.index("Dear") < spans[s[0]][0] < text.index("John Trelawney")]
-    holders = {next(k for k, g in enumerate(groups) if s in g) for s in in_letter}
-    assert len(in_letter) == 3 and holders == {next(k for k, g in enumerate(groups) if squire[0] in g)}
+    in_letter = [s for s in every("I") if text.index("Dear") < spans[s[0]][0] < text.index("John Trelawney")]
+    assert len(in_letter) == 3 and {holder(groups, s) for s in in_letter} == {holder(groups, squire[0])}
 
 
 def test_a_letter_under_a_heading_that_names_its_writer_is_left_to_the_heading():

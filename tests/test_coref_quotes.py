@@ -30,6 +30,17 @@ def speakers(text: str, who: dict[str, int], **kw) -> list[int | None]:
     return attribute(text, quote_spans(text), people(text, who), **kw)
 
 
+@pytest.mark.parametrize("text, quoted", [
+    # a speech over two paragraphs: the first left open, the next opened with the same mark
+    ("\u201cI began the letter,\n\n\u201cand I ended it.\u201d\n\nHe slept.", ["\u201cI began the letter,", "\u201cand I ended it.\u201d"]),
+    ("'I began,\n\n   'and I ended.'", ["'I began,", "'and I ended.'"]),  # an indented paragraph, straight marks
+    ("He said \u201chi.\n\nNo more.", []),  # an unpaired mark: the next paragraph opens no quote
+    ("\u201cHi,\u201d she said.\n\n\u201cHo.\u201d", ["\u201cHi,\u201d", "\u201cHo.\u201d"]),
+])
+def test_speech_that_goes_on_over_paragraphs_is_quoted_in_each(text, quoted):
+    assert [text[a:z] for a, z in quote_spans(text)] == quoted
+
+
 def test_the_person_beside_a_speech_verb_speaks():
     text = ("\u201cCome in,\u201d said Silver. \u201cNo,\u201d Jim answered.\n\n"
             "Jim, taking the letter, said: \u201cIt is yours.\u201d\n\n"

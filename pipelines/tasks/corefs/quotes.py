@@ -24,18 +24,26 @@ def quote_spans(text: str) -> list[tuple[int, int]]:
     """The character ranges of quoted speech, in order: between “ and ”, ‘ and ’, or straight
     quotes; a straight or curly single quote opens only after a space or a paragraph start
     and closes only before one or before punctuation (so "Alice's" and "don't" are not
-    quotes); a paragraph break closes any open quote (speech that goes on in the next
-    paragraph reopens there)."""
+    quotes); a paragraph break closes any open quote. Speech that goes on over paragraphs
+    leaves its quote open at each paragraph's end and opens the next paragraph with the same
+    mark (a long speech, a letter read out): each such paragraph's part is a quote; an open
+    quote at a paragraph end with no such paragraph after it is an unpaired mark, not speech."""
     spans: list[tuple[int, int]] = []
-    breaks = [m.start() for m in _PARAGRAPH_BREAK.finditer(text)] + [len(text)]
+    breaks = list(_PARAGRAPH_BREAK.finditer(text))
     start = 0
-    for end in breaks:
-        _quotes_in(text, start, end, spans)
+    for k, end in enumerate([m.start() for m in breaks] + [len(text)]):
+        opened = _quotes_in(text, start, end, spans)
+        if opened is not None and k < len(breaks):
+            following = text[breaks[k].end():breaks[k].end() + 40].lstrip()[:1]
+            if following == text[opened]:  # speech goes on in the next paragraph
+                spans.append((opened, end))
         start = end
     return spans
 
 
-def _quotes_in(text: str, lo: int, hi: int, spans: list) -> None:
+def _quotes_in(text: str, lo: int, hi: int, spans: list) -> int | None:
+    """The quotes that open and close in text[lo:hi], added to `spans`; returns where a quote
+    still open at `hi` opened, else None."""
     opened: tuple[int, str] | None = None
     for i in range(lo, hi):
         c = text[i]
@@ -54,6 +62,7 @@ def _quotes_in(text: str, lo: int, hi: int, spans: list) -> None:
                 continue  # an apostrophe inside the quote ("don't")
             spans.append((opened[0], i + 1))
             opened = None
+    return opened[0] if opened is not None else None
 
 
 
