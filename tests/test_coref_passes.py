@@ -119,6 +119,45 @@ def test_a_contributed_by_heading_heads_a_report_that_seldom_says_i(heading, wri
     assert [s.writer for s in headed_sections(text)] == ["ANNA BELL", "OTTO HAHN", "RUTH ROE", writer]
 
 
+def test_a_writer_called_by_a_rank_heads_a_part_and_a_chapter_title_with_a_rank_does_not():
+    """ "Narrative Continued by the Doctor" heads the Doctor's part, and counts as a "by" heading
+    whatever shape matched it first; "The Captain's Papers", a chapter title, heads no one's."""
+    report = "The ship lay at anchor and the men went ashore at noon with the boats. " * 6 + "I saw them. "
+    text = ("A book.\n\nThe Captain's Papers\n\n" + "I found the papers and I read them. " * 6
+            + "".join(f"\n\nNarrative Continued by the Doctor: Part {k}\n\n{report}" for k in (1, 2, 3))
+            + "\n\nNarrative Resumed by Jim Hawkins: The Stockade\n\n" + "I ran to the fort and I hid. " * 6
+            + " ".join(["The doctor came. Hawkins came. The captain came."] * 5))
+    sections = headed_sections(text)
+    assert [(s.writer, s.by) for s in sections] == [("the Doctor", True)] * 3 + [("Jim Hawkins", True)]
+
+
+def test_the_chapters_before_a_writers_first_heading_are_that_writer_s_when_the_narrator_is_called_so():
+    """Jim narrates fifteen chapters with no heading, then "Narrative Continued by the Doctor"
+    twice and "Narrative Resumed by Jim Hawkins": Jim's "I" before and after the Doctor's part
+    is one chain, and the Doctor's "I" goes to the chain that calls him "Dr. Livesey"."""
+    jim = "I walked to the inn and I sat down. "
+    text = ("A book.\n\n" + jim * 5 + "\n\n" + "\u201cJim, sit,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n" * 2
+            + "".join(f"Narrative Continued by the Doctor: Part {k}\n\nThe men went ashore. I saw them go and I followed.\n\n"
+                      for k in (1, 2))
+            + "Narrative Resumed by Jim Hawkins: The Stockade\n\n" + jim * 5
+            + "\n\nDr. Livesey came. Dr. Livesey left. Hawkins ran. Hawkins sat. Silver came. Livesey sat. Hawkins hid."
+            + " The doctor ran. The doctor sat. The doctor hid. The doctor ate. Hawkins ate.")
+    reader, at = reader_and_spans(text)
+    narration = [(i, i) for i in at["I"] if reader.quote_of(reader.offsets[i][0]) is None]
+    livesey = [(i - 1, i) for i in at["Livesey"][:2]]  # "Dr. Livesey"
+    jim_hawkins = sorted((i, i) for i in at["Jim"] + at["Hawkins"])  # "Jim" and "Hawkins": one chain, as in the book
+    groups = [list(narration), jim_hawkins, [(i, i) for i in at["Silver"]], list(livesey)]
+    assert [s.writer for s in headed_sections(text)] == ["the Doctor", "the Doctor", "Jim Hawkins"]
+    give_quotes(reader, groups)
+
+    def holder(span):
+        return next(k for k, g in enumerate(groups) if span in g)
+    doctor = [s for s in narration if text.index("Part 1") < reader.offsets[s[0]][0] < text.index("Narrative Resumed")]
+    jims = [s for s in narration if s not in doctor]
+    assert len(doctor) == 4 and {holder(s) for s in doctor} == {holder(livesey[0])}
+    assert len({holder(s) for s in jims}) == 1 and holder(jims[0]) == holder((at["Jim"][0], at["Jim"][0]))
+
+
 def test_one_heading_is_a_letter_quoted_not_a_book_of_narrators():
     text = letters(["Letter from Mr. Collins"]) + " Collins came." * 5
     assert headed_sections(text) == []

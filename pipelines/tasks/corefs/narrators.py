@@ -14,6 +14,7 @@ BETTEREDGE, Miss Clack):
   (a) Letter | Journal | Diary | Narrative | Statement | Account | Memorandum | Extract(ed) ...
       of | by | from NAME
   Contributed | Written | Related | Told | Resumed | Continued ... by NAME
+  (NAME may be a rank the book calls the writer by: "Narrative Continued by the Doctor")
   Letter, NAME to NAME   and   NAME to NAME   (a letter's heading: the first name writes)
 A book must have at least MIN_SECTIONS such headings, by at least two writers, before they
 are read as its narrators: one "Letter from Mr. Collins" in a third-person novel is a letter
@@ -46,14 +47,17 @@ _TITLE = r"(?:(?i:Mr|Mrs|Miss|Dr|Doctor|Sergeant|Captain|Colonel|Lady|Lord|Sir|P
 # A name: capitalised words (a title first, or not), in Title Case or in capitals.
 _NAME = rf"({_TITLE}?(?:[A-Z][\w\u2019'-]*\.?\s+){{0,3}}[A-Z][\w\u2019'-]*)"
 _WORD_NAME = r"[A-Z][\w\u2019'-]*"
+# A writer the book calls by a rank: "Narrative Continued by the Doctor", "The Statement of THE CAPTAIN"
+_RANK = r"(?P<rank>(?i:the)\s+(?i:Doctor|Captain|Squire|Sergeant|Colonel|Major|Professor|Vicar|Rector|Parson|Admiral|General))"
+_WRITER = rf"(?:{_RANK}|{_NAME})"
 _AFTER = r"(?=\s*(?:[,;(.:]|$))"  # what may follow a writer's name: a description, a date, a place
 # "Contributed by MISS CLACK; niece of ...", "The Story Resumed by FRANKLIN BLAKE", "The events related by ..."
-_BY_HEADING = re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded)\s+(?i:by)\s+{_NAME}{_AFTER}")
+_BY_HEADING = re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded)\s+(?i:by)\s+{_WRITER}{_AFTER}")
 _HEADINGS = [
     # "Jonathan Harker's Journal", "DR. SEWARD'S DIARY", "Mina Murray's Journal (continued)"
     re.compile(rf"^{_NAME}['\u2019][sS]\s+(?:[A-Za-z-]+\s+){{0,2}}?{_DOCS}\b"),
     # "Extracted from the Journal of Ezra Jennings", "In a Letter from MR. CANDY", "The Statement of X (1849)"
-    re.compile(rf"\b{_DOCS}\s+(?:[A-Za-z-]+\s+){{0,2}}?(?i:of|by|from)\s+{_NAME}{_AFTER}"),
+    re.compile(rf"\b{_DOCS}\s+(?:[A-Za-z-]+\s+){{0,2}}?(?i:of|by|from)\s+{_WRITER}{_AFTER}"),
     _BY_HEADING,
     # "Letter, Miss Mina Murray to Miss Lucy Westenra", "MR. VILLARS TO LADY HOWARD Berry Hill, March 12."
     re.compile(rf"^(?:(?i:Letter|Telegram|Note)[,.]?\s+(?:(?i:from)\s+)?)?{_NAME}\s*,?\s+(?:to|TO)\s+{_TITLE}?[A-Z]"),
@@ -94,6 +98,8 @@ def _writer(match: re.Match) -> tuple[str, int] | None:
         if not name:
             continue
         words = name.split()
+        if match.groupdict().get("rank") == name:  # "the Doctor": a writer the book calls by a rank
+            return " ".join(words), match.start(g)
         if (words and words[0].lower().strip(".") not in _NOT_WRITERS and words[-1].lower().strip(".") not in _NOT_WRITERS
                 and all(re.fullmatch(_WORD_NAME + r"\.?", w) for w in words)
                 and not re.search(r"['\u2019][sS]\b", name)):  # "SERGEANT CUFF'S MAN" names no one
@@ -113,7 +119,8 @@ def headed_sections(text: str) -> list[Section]:
             writer = _writer(m)
             if writer is not None:
                 name, at = writer
-                found.append(Section(start, name, (start + at, start + at + len(name)), pattern is _BY_HEADING))
+                by = _BY_HEADING.search(line) is not None  # "Narrative Continued by ...", whichever shape matched
+                found.append(Section(start, name, (start + at, start + at + len(name)), by))
                 break
     # a writer is someone the book names (not a heading's place or thing): the surname said
     # outside the headings at least MIN_SECTIONS times

@@ -129,6 +129,9 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         if narrator in writers.values():
             continue
         named = _narrator_name(reader.quotes, speakers, addressed, narrator)
+        if named is not None and joined.get(named) in writers.values():
+            _merge_narrator(owner, speakers, narrator, joined[named])  # the unheaded chapters of a writer
+            continue
         if named is not None and named not in joined and named not in narrators:
             joined[named] = narrator
             if on("narrator_names"):
@@ -152,6 +155,16 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         for span, k in owner.items():
             bisect.insort(groups[k], span)
     return speakers
+
+
+def _merge_narrator(owner: dict[Span, int], speakers: list[int | None], narrator: int, into: int) -> None:
+    """A narrator known by the name of a headed section's writer is that writer: the chapters
+    before the first heading ("Narrative Resumed by Jim Hawkins" comes after fifteen chapters
+    of Jim's) go to the writer's group, its quotes too."""
+    for span, k in owner.items():
+        if k == narrator:
+            owner[span] = into
+    speakers[:] = [into if k == narrator else k for k in speakers]
 
 
 def by_writer(reader: MentionReader, narration: dict[int, list], groups: list[list[Span]],
@@ -214,6 +227,7 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
     if full is None:
         return None
     words = full.words - TITLES
+    rank = full.words if not words else None  # "the Doctor": the chain its rank names most ("Dr. Livesey", "the Doctor")
     counts: Counter = Counter()
     for k, group in enumerate(groups):
         if k in narrators:
@@ -221,13 +235,16 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
         others: Counter = Counter()
         for span in group:
             name = reader.mention(*span).name
-            if name is not None and name.words - TITLES and name.words - TITLES <= words:
+            if rank is not None:
+                counts[k] += name is not None and rank <= name.words
+            elif name is not None and name.words - TITLES and name.words - TITLES <= words:
                 if full.gender is None or name.gender in (None, full.gender):
                     counts[k] += 1
             elif name is not None and name.words & words and not names_compatible(name, full):
                 others[name.words] += 1  # another full name with a word of the writer's: another person
         if counts[k] and any(n >= 2 for n in others.values()):
             del counts[k]
+    counts = +counts  # chains that name the writer at least once
     return counts.most_common(1)[0][0] if counts else None
 
 
