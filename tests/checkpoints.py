@@ -21,7 +21,24 @@ The answer is forty-two. The passkey is 7351. Remember it. Elizabeth walked to N
 """ * 3
 
 
+FIXED_TOKENIZER = Path(__file__).resolve().parent / "fixtures" / "tokenizer.json"
+
+
 def make_tokenizer(folder: Path, vocab_size: int = 400) -> None:
+    """The test tokenizer: a WordPiece tokenizer trained on TRAINING_TEXT (`train_tokenizer`),
+    kept as tests/fixtures/tokenizer.json. Kept, not trained per run: tokenizers' trainer breaks
+    ties differently in each process, so each run's random-weight models would tokenize, and
+    answer, differently, and a test on them pass or fail by chance."""
+    if vocab_size != 400:
+        train_tokenizer(folder, vocab_size)
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_bytes(FIXED_TOKENIZER.read_bytes())
+
+
+def train_tokenizer(folder: Path, vocab_size: int = 400) -> None:
+    """Train a WordPiece tokenizer on TRAINING_TEXT into `folder` (how the kept fixture was made:
+    `python -c "from checkpoints import train_tokenizer; ..."` in tests/)."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -37,6 +54,7 @@ def make_tokenizer(folder: Path, vocab_size: int = 400) -> None:
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
     )
+    folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
 
 

@@ -120,23 +120,7 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     if on("narrator_voices"):  # narrators who take turns inside the prose (voices.py)
         narrators += [new for n in narrators if n not in writers.values()
                       and (new := _split_by_voice(reader, groups, owner, n, speakers, addressed)) is not None]
-    joined = {}  # a group -> the narrator group it joins
-    for writer, narrator in writers.items():  # the writer the heading names, where the book's chains name them
-        named = _writer_entity(reader, groups, narrators, writer)
-        if named is not None and named not in joined:
-            joined[named] = narrator
-    for narrator in narrators:
-        if narrator in writers.values():
-            continue
-        named = _narrator_name(reader.quotes, speakers, addressed, narrator)
-        if named is not None and joined.get(named) in writers.values():
-            _merge_narrator(owner, speakers, narrator, joined[named])  # the unheaded chapters of a writer
-            continue
-        if named is not None and named not in joined and named not in narrators:
-            joined[named] = narrator
-            if on("narrator_names"):
-                for other in _narrator_other_names(reader, groups, speakers, addressed, narrator, named):
-                    joined.setdefault(other, narrator)
+    joined = _name_narrators(reader, groups, owner, narrators, writers, speakers, addressed)
     owner.update(_narrator_names(reader, groups, joined, narrators, owner))
     for k, into in _names_by_address(reader, groups, reader.quotes, speakers, addressed, narrators).items():
         if k not in joined and into not in joined:
@@ -155,6 +139,33 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         for span, k in owner.items():
             bisect.insort(groups[k], span)
     return speakers
+
+
+def _name_narrators(reader: MentionReader, groups, owner: dict[Span, int], narrators: list[int], writers: dict[str, int],
+                    speakers: list[int | None], addressed) -> dict[int, int]:
+    """The chains that name each narrator: a headed writer's, the one its heading names, where
+    the book's chains name them (_writer_entity); another narrator's, the one the others call
+    the narrator by (_narrator_name), and every other name they call it by (narrator_names). A
+    narrator called by a writer's name is that writer (_merge_narrator). Returns a chain -> the
+    narrator group it joins."""
+    joined = {}
+    for writer, narrator in writers.items():
+        named = _writer_entity(reader, groups, narrators, writer)
+        if named is not None and named not in joined:
+            joined[named] = narrator
+    for narrator in narrators:
+        if narrator in writers.values():
+            continue
+        named = _narrator_name(reader.quotes, speakers, addressed, narrator)
+        if named is not None and joined.get(named) in writers.values():
+            _merge_narrator(owner, speakers, narrator, joined[named])  # the unheaded chapters of a writer
+            continue
+        if named is not None and named not in joined and named not in narrators:
+            joined[named] = narrator
+            if on("narrator_names"):
+                for other in _narrator_other_names(reader, groups, speakers, addressed, narrator, named):
+                    joined.setdefault(other, narrator)
+    return joined
 
 
 def _merge_narrator(owner: dict[Span, int], speakers: list[int | None], narrator: int, into: int) -> None:
