@@ -10,7 +10,7 @@ from test_coref_entities import reader_and_spans
 from lfcli.pipelines.tasks.corefs.document import DocumentEntities
 from lfcli.pipelines.tasks.corefs.narrators import headed_sections, writer_key
 from lfcli.pipelines.tasks.corefs.pet_names import full_forms, named_apart
-from lfcli.pipelines.tasks.corefs.speakers import give_quotes
+from lfcli.pipelines.tasks.corefs.speakers import NARRATOR_DENSITY, give_quotes
 
 
 # -- pet names -----------------------------------------------------------------------------------
@@ -156,6 +156,24 @@ def test_the_chapters_before_a_writers_first_heading_are_that_writer_s_when_the_
     jims = [s for s in narration if s not in doctor]
     assert len(doctor) == 4 and {holder(s) for s in doctor} == {holder(livesey[0])}
     assert len({holder(s) for s in jims}) == 1 and holder(jims[0]) == holder((at["Jim"][0], at["Jim"][0]))
+
+
+def test_a_first_person_opening_before_long_headed_parts_is_still_its_narrator_s():
+    """Twelve "I" of Jim's, then three long parts "Continued by the Doctor": counted over the
+    whole text as one scene, Jim's "I" would be too thin a share to be a narration; a heading
+    starts a scene, so his opening is one of its own and his "I" one chain."""
+    report = "The men rowed the boat to the shore and the tide ran hard against them all day. " * 60 + "I saw it. " * 10
+    text = ("A book.\n\n" + "I walked and I ran. " * 6 + "\n\n"
+            + "".join(f"Narrative Continued by the Doctor: Part {k}\n\n{report}\n\n" for k in (1, 2, 3))
+            + "Narrative Resumed by Jim Hawkins: The End\n\n" + "I slept. " * 10
+            + "\n\n" + " ".join(["The doctor came. Hawkins came."] * 6))
+    reader, at = reader_and_spans(text)
+    jim = [(i, i) for i in at["I"] if reader.offsets[i][0] < text.index("Part 1")]
+    others = [(i, i) for i in at["I"] if (i, i) not in jim]
+    groups = [[s] for s in jim] + [others]  # the windows put each of Jim's "I" in a chain of its own
+    assert len(jim) == 12 and len(reader.offsets) > 12 / NARRATOR_DENSITY
+    give_quotes(reader, groups)
+    assert len({next(k for k, g in enumerate(groups) if s in g) for s in jim}) == 1
 
 
 def test_one_heading_is_a_letter_quoted_not_a_book_of_narrators():

@@ -85,6 +85,12 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     changed in place (text order kept)."""
     offsets = reader.offsets
     owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
+    headed = headed_sections(reader.text) if on("headed_sections") else []
+    sections = with_letters(headed, signed_letters(reader.text)) if on("signed_letters") else headed
+    # a heading starts a scene: the first-person chapters before a writer's first heading are
+    # one scene of their own, not one with the writer's part, whose "I" by_writer takes
+    starts = [a for a, _ in offsets]
+    breaks = sorted({*breaks, *(bisect.bisect_left(starts, s.start) for s in headed)})
     narration: dict[int, list[tuple[Span, int]]] = {}  # scene -> its narration "I" and their groups
     for k, group in enumerate(groups):
         for span in group:
@@ -92,7 +98,7 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
             if m.kind == "i" and m.quote is None:
                 narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
     narrators = []
-    writers = by_writer(reader, narration, groups, owner)  # headed sections: each writer's "I" a narrator of its own
+    writers = by_writer(reader, sections, narration, groups, owner)  # each writer's "I" a narrator of its own
     narrators.extend(writers.values())
     for told in _narrations(narration, breaks, stories, len(offsets)):
         # a group of its own: the chain that held most of the narrator's "I" may also hold a
@@ -178,15 +184,13 @@ def _merge_narrator(owner: dict[Span, int], speakers: list[int | None], narrator
     speakers[:] = [into if k == narrator else k for k in speakers]
 
 
-def by_writer(reader: MentionReader, narration: dict[int, list], groups: list[list[Span]],
+def by_writer(reader: MentionReader, sections: list, narration: dict[int, list], groups: list[list[Span]],
               owner: dict[Span, int]) -> dict[str, int]:
-    """The narration "I" of a book's headed sections (narrators.headed_sections), each writer's
+    """The narration "I" of the book's parts by writer (`sections`: its headed sections,
+    narrators.headed_sections, and the letters copied into its prose, letters.py), each writer's
     in a new group of its own with the heading's name as a mention (so the chain is titled by
     it); those "I" are taken out of `narration`, which keeps the rest for the one-narrator rule.
     Returns writer's name (as its first heading writes it) -> group."""
-    sections = headed_sections(reader.text) if on("headed_sections") else []
-    if on("signed_letters"):  # a letter copied into the prose is its signer's (letters.py)
-        sections = with_letters(sections, signed_letters(reader.text))
     if not sections:
         return {}
     starts = [s.start for s in sections]
