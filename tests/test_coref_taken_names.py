@@ -12,11 +12,11 @@ from lfcli.pipelines.tasks.corefs.taken_names import NARRATOR_LEAST, join_taken_
 def test_the_turns_that_say_a_name_is_ones_own_are_found_and_no_others():
     text = ("\u201cMy name is Umbopa,\u201d he said. \u201cI am Sergeant Cuff.\u201d "
             "\u201cCall me Cordelia.\u201d The name upon the cards was Mrs. Graham, which "
-            "appellation I mean henceforth to adopt. There I took the name of Jones. "
+            "appellation I mean henceforth to adopt. "
             "\u201cI am Mr. Hale's daughter. I am not Jane. I am sorry.\u201d")
     found = [(text[at:at + 2], said, taken) for at, said, taken in taken_names(text)]
     assert found == [("My", "Umbopa", False), ("I ", "Sergeant Cuff", False), ("me", "Cordelia", False),
-                     ("I ", "Mrs. Graham", True), ("I ", "Jones", True)]
+                     ("I ", "Mrs. Graham", True)]
 
 
 def profile_of(reader):

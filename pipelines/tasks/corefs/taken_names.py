@@ -9,7 +9,6 @@ chain the name is:
   "My name is Umbopa", "my name was Isabella Linton"         a name said of oneself
   "I am Sergeant Cuff", "Call me Cordelia"
   "Mrs. Graham, which appellation I mean henceforth to adopt" a name taken
-  "I took the name of Jones", "I went by the name of Jones"
 
 Joins: the chain that holds most mentions of the name (its words and form of address: "Mrs.
 Graham", not a "Mr. Graham"), where that name is the chain's own most frequent name and the
@@ -46,7 +45,6 @@ _TURNS = tuple((re.compile(p), taken) for p, taken in (  # (pattern, whether it 
     (r"\b(?P<who>I)\s+am\s+" + _NAME, False),
     (r"\b[Cc]all\s+(?P<who>me)\s+" + _NAME, False),
     (_NAME + r",\s+which\s+(?:name|appellation)\s+(?P<who>I)\s+(?:[a-z]+\s+){0,3}?(?:adopt|assume|take|bear)", True),
-    (r"\b(?P<who>I)\s+(?:took|assumed|adopted|went\s+by)\s+the\s+name\s+of\s+" + _NAME, True),
 ))
 _POSSESSIVE = ("'s", "\u2019s", "'", "\u2019")
 
