@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from .narrators import FIRST_PERSON, MIN_SECTIONS, Section
+from .narrators import FIRST_PERSON, MIN_SECTIONS, Section, says_i
 from .quotes import quote_spans
 from .voices import CHAPTER
 
@@ -45,8 +45,6 @@ _INITIALS = re.compile(r"\n[ \t]*(?:[A-Z]\.[ \t]*){1,3}[ \t]*$")  # "J. T.", und
 _POSTSCRIPT = re.compile(r"[ \t]*(?:P\.\s*P\.\s*S\.|P\.\s*S\.|Postscript)")
 POSTSCRIPT_PARAGRAPHS = 6  # a postscript runs on to the paragraph it is signed in, within this many
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
-_WORDS = re.compile(r"[A-Za-z]+")
-_FIRST_PERSON_WORDS = frozenset("i me my mine myself".split())
 
 
 class Letter(NamedTuple):
@@ -108,15 +106,11 @@ def _named_in_book(text: str, letter: Letter) -> bool:
     return len(said) >= MIN_SECTIONS and after_name * 2 < len(said)
 
 
-def _first_person(text: str, letter: Letter) -> bool:
-    words = _WORDS.findall(text, letter.start, letter.end)
-    return bool(words) and sum(w.lower() in _FIRST_PERSON_WORDS for w in words) >= FIRST_PERSON * len(words)
-
-
-def signed_letters(text: str) -> list[Letter]:
-    """The letters copied into the prose (see the module's notes), in text order."""
+def signed_letters(text: str, quotes: list[tuple[int, int]] | None = None) -> list[Letter]:
+    """The letters copied into the prose (see the module's notes), in text order. `quotes`:
+    the text's quote_spans, where the caller has them."""
     quoted = bytearray(len(text))
-    for a, z in quote_spans(text):
+    for a, z in quote_spans(text) if quotes is None else quotes:
         quoted[a:z] = b"\x01" * (z - a)
     out: list[Letter] = []
     for a, _ in _paragraphs(text, 0):
@@ -124,7 +118,7 @@ def signed_letters(text: str) -> list[Letter]:
         if a >= len(text) or quoted[a] or (out and a < out[-1].end) or not _SALUTATION.match(text, a):
             continue
         letter = _letter_from(text, a)
-        if letter is not None and _first_person(text, letter) and _named_in_book(text, letter):
+        if letter is not None and says_i(text, letter.start, letter.end, FIRST_PERSON) and _named_in_book(text, letter):
             out.append(letter)
     return out
 

@@ -107,9 +107,10 @@ def _writer(match: re.Match) -> tuple[str, int] | None:
     return None
 
 
-def headed_sections(text: str) -> list[Section]:
+def headed_sections(text: str, quotes: list[tuple[int, int]] | None = None) -> list[Section]:
     """The book's sections by heading (see the module's notes), in text order; [] when the
-    book has fewer than MIN_SECTIONS headings or one writer only."""
+    book has fewer than MIN_SECTIONS headings or one writer only. `quotes`: the text's
+    quote_spans, where the caller has them."""
     found = []
     for start, line in _lines(text):
         for pattern in _HEADINGS:
@@ -126,28 +127,34 @@ def headed_sections(text: str) -> list[Section]:
     # outside the headings at least MIN_SECTIONS times
     found = [s for s in found if len(re.findall(rf"\b{re.escape(writer_key(s.writer))}\b", text, re.IGNORECASE))
              > MIN_SECTIONS + sum(writer_key(o.writer) == writer_key(s.writer) for o in found)]
-    found = _told_in_the_first_person(text, found)
+    found = _told_in_the_first_person(text, found, quote_spans(text) if quotes is None else quotes)
     writers = [writer_key(s.writer) for s in found if s.writer]
     return found if len(writers) >= MIN_SECTIONS and len(set(writers)) >= 2 else []
 
 
-def _told_in_the_first_person(text: str, found: list[Section]) -> list[Section]:
+def _told_in_the_first_person(text: str, found: list[Section], quotes: list[tuple[int, int]]) -> list[Section]:
     """The sections, each with its writer where its narration (outside quotes) says "I", "me",
     "my" in at least FIRST_PERSON of its words (FIRST_PERSON_BY under a "Contributed by"
     heading), else with no writer (writer ""): a chapter title of a novel told in the third
     person ("Miss Sharp Begins to Make Friends") heads no writer's part, but still ends the part
     before it."""
     inside = bytearray(len(text))
-    for a, z in quote_spans(text):
+    for a, z in quotes:
         inside[a:z] = b"\x01" * (z - a)
     kept = []
     for i, section in enumerate(found):
         end = found[i + 1].start if i + 1 < len(found) else len(text)
-        words = [m for m in _WORDS.finditer(text, section.start, end) if not inside[m.start()]]
-        first = sum(m.group().lower() in _FIRST_PERSON_WORDS for m in words)
-        told = bool(words) and first >= (FIRST_PERSON_BY if section.by else FIRST_PERSON) * len(words)
+        told = says_i(text, section.start, end, FIRST_PERSON_BY if section.by else FIRST_PERSON, inside)
         kept.append(section if told else section._replace(writer=""))
     return kept
+
+
+def says_i(text: str, start: int, end: int, share: float, quoted: bytearray | None = None) -> bool:
+    """Whether "I", "me", "my", "mine", "myself" are at least `share` of the words of
+    text[start:end], those inside quotes (`quoted`: 1 at each quoted character) left out."""
+    words = [m for m in _WORDS.finditer(text, start, end) if quoted is None or not quoted[m.start()]]
+    first = sum(m.group().lower() in _FIRST_PERSON_WORDS for m in words)
+    return bool(words) and first >= share * len(words)
 
 
 def writer_key(name: str) -> str:

@@ -85,8 +85,8 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
     changed in place (text order kept)."""
     offsets = reader.offsets
     owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
-    headed = headed_sections(reader.text) if on("headed_sections") else []
-    sections = with_letters(headed, signed_letters(reader.text)) if on("signed_letters") else headed
+    headed = headed_sections(reader.text, reader.quotes) if on("headed_sections") else []
+    sections = with_letters(headed, signed_letters(reader.text, reader.quotes)) if on("signed_letters") else headed
     # a heading starts a scene: the first-person chapters before a writer's first heading are
     # one scene of their own, not one with the writer's part, whose "I" by_writer takes
     starts = [a for a, _ in offsets]
@@ -251,7 +251,8 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
         for span in group:
             name = reader.mention(*span).name
             if rank is not None:
-                counts[k] += name is not None and rank <= name.words
+                if name is not None and rank <= name.words:
+                    counts[k] += 1
             elif name is not None and name.words - TITLES and name.words - TITLES <= words:
                 if full.gender is None or name.gender in (None, full.gender):
                     counts[k] += 1
@@ -259,7 +260,6 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
                 others[name.words] += 1  # another full name with a word of the writer's: another person
         if counts[k] and any(n >= 2 for n in others.values()):
             del counts[k]
-    counts = +counts  # chains that name the writer at least once
     return counts.most_common(1)[0][0] if counts else None
 
 

@@ -71,6 +71,7 @@ def join_taken_names(reader, groups: list[list[Span]], speakers: list[int | None
     starts = {reader.offsets[s][0]: (s, e) for s, e in group_of}
     narration = Counter(k for span, k in group_of.items()
                         if (m := reader.mention(*span)).kind == "i" and m.quote is None)
+    names = [Counter(n for s in group if (n := reader.mention(*s).name) is not None) for group in groups]
     for at, said, taken in taken_names(reader.text):
         span = starts.get(at)
         if span is None or reader.mention(*span).kind != "i":
@@ -80,8 +81,8 @@ def join_taken_names(reader, groups: list[list[Span]], speakers: list[int | None
         if (speakers[quote] != me) if quote is not None else narration[me] < NARRATOR_LEAST:
             continue
         named = reader.forms.apply(proper_name(said), said)
-        holder = _holder(reader, groups, named)
-        if holder is None or holder == me or (not taken and _named_otherwise(reader, groups[me], named)):
+        holder = _holder(names, named)
+        if holder is None or holder == me or (not taken and _named_otherwise(names[me], named)):
             continue
         if not profile(groups[me]).compatible(profile(groups[holder]), same_name=True, names=False,
                                                 quotes=False, addresses=False):
@@ -90,28 +91,35 @@ def join_taken_names(reader, groups: list[list[Span]], speakers: list[int | None
             bisect.insort(groups[me], s)
             group_of[s] = me
         groups[holder] = []
+        names[me] += names[holder]
+        names[holder] = Counter()
         speakers = [me if k == holder else k for k in speakers]
     return speakers
 
 
-def _named_otherwise(reader, group: list[Span], named) -> bool:
-    """Whether the chain already bears a name `named` cannot be one with (entities.names_compatible),
-    NAME_LEAST times or more ("Sir Charles" beside "I am Stapleton"): then the "I" is more
-    likely a quote given to the wrong speaker than a second name."""
-    other = Counter(n for s in group if (n := reader.mention(*s).name) is not None)
-    return any(k >= NAME_LEAST and not names_compatible(n, named) for n, k in other.items())
+def _named_otherwise(names: Counter, named) -> bool:
+    """Whether a chain whose names are `names` (a Counter) already bears a name `named` cannot
+    be one with (entities.names_compatible), NAME_LEAST times or more ("Sir Charles" beside "I
+    am Stapleton"): then the "I" is more likely a quote given to the wrong speaker than a
+    second name."""
+    return any(k >= NAME_LEAST and not names_compatible(n, named) for n, k in names.items())
 
 
-def _holder(reader, groups: list[list[Span]], named) -> int | None:
-    """The chain holding most mentions of the name (its words and form of address), where the
-    book says it NAME_LEAST times and it is that chain's most frequent name; else None."""
-    def key(name):
-        return name.words, name.address
+def _key(name) -> tuple:
+    return name.words, name.address
+
+
+def _holder(names: list[Counter], named) -> int | None:
+    """The chain (by its names, a Counter each) holding most mentions of the name (its words and
+    form of address), where the book says it NAME_LEAST times and it is that chain's most
+    frequent name; else None."""
     held = Counter()
-    for k, group in enumerate(groups):
-        held[k] = sum(1 for s in group if (n := reader.mention(*s).name) is not None and key(n) == key(named))
+    for k, counts in enumerate(names):
+        held[k] = sum(c for n, c in counts.items() if _key(n) == _key(named))
     if sum(held.values()) < NAME_LEAST:
         return None
     holder = held.most_common(1)[0][0]
-    names = Counter(key(n) for s in groups[holder] if (n := reader.mention(*s).name) is not None)
-    return holder if names.most_common(1)[0][0] == key(named) else None
+    keys = Counter()
+    for n, c in names[holder].items():
+        keys[_key(n)] += c
+    return holder if keys.most_common(1)[0][0] == _key(named) else None
