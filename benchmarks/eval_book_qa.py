@@ -62,18 +62,24 @@ def load_questions(path: Path = QUESTIONS, books_dir: Path | None = None, only: 
     return questions, books
 
 
-def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, say=print) -> dict:
+def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, say=print, read: str = "retrieve",
+              top_windows: int | None = None, passages: str | None = None) -> dict:
     """Question id -> case: the top answer, whether it is right, the document's candidates
-    (spans, margins, windows) and the answer's (first, last, margin), decoded as `lfcli qa`."""
+    (spans, margins, windows) and the answer's (first, last, margin), decoded as `lfcli qa`
+    (`read`: as its --read; `top_windows`: the windows a question reads, else lfcli's default;
+    `passages`: its --cache folder)."""
     import torch
 
     import lfcli
     from lfcli.pipelines.eval.metrics import squad_f1
     from lfcli.pipelines.tasks.qa.train import QARecord, RIGHT_F1, predict_cases
 
-    pipe = lfcli.Pipeline("qa", model=model, dtype=dtype)
+    pipe = lfcli.Pipeline("qa", model=model, dtype=dtype, read=read, cache=passages)
+    if top_windows and pipe.task.retriever is not None:
+        pipe.task.retriever.top_windows = top_windows
     out = {"model": model, "folder": str(pipe.folder), "dtype": str(next(pipe.model.parameters()).dtype),
-           "max_length": pipe.max_length, "cases": {}}
+           "max_length": pipe.max_length, "read": read,
+           "top_windows": pipe.task.retriever.top_windows if pipe.task.retriever is not None else None, "cases": {}}
     for book in dict.fromkeys(q["book"] for q in questions):
         text = (books_dir / book).read_text(encoding="utf-8")
         records = [QARecord(q["id"], text, q["question"], [{"text": a, "answer_start": -1} for a in q["answers"]])
@@ -271,6 +277,9 @@ def parser() -> argparse.ArgumentParser:
                         "(all 741, or --squad-paragraphs): the window terms must not harm them")
     p.add_argument("--squad-paragraphs", type=int, default=None, metavar="N", help="with --squad: N paragraph questions")
     p.add_argument("--json", default=None, help="write the figures as JSON")
+    p.add_argument("--read", default="retrieve", choices=("retrieve", "all"), help="as lfcli qa --read")
+    p.add_argument("--top-windows", type=int, default=None, help="with --read retrieve: windows a question reads")
+    p.add_argument("--passages", default=None, help="a folder keeping the books' passage vectors (lfcli qa --cache)")
     return p
 
 
@@ -292,7 +301,8 @@ def main(argv=None) -> dict:
         cache = json.loads(cache_path.read_text(encoding="utf-8"))
         questions = [q for q in questions if q["id"] in cache["cases"]]
     else:
-        cache = run_model(args.model, args.dtype, questions, books_dir)
+        cache = run_model(args.model, args.dtype, questions, books_dir, read=args.read, top_windows=args.top_windows,
+                          passages=args.passages)
         if cache_path:
             cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
     if args.squad and "squad_cases" not in cache:

@@ -6,34 +6,16 @@
     rows = lfcli.classify(texts, labels=["sports", "politics"])          # zero-shot, two labels or more
     rows = lfcli.qa(texts, question="Who signed the contract?")          # the bundled QA model
 
-Documents can be strings (ids "0", "1", ...), dicts with "text" (and "id", "question"),
-or `lfcli.Document`s. For large jobs, `lfcli.Pipeline(task, model=...)` loads the model once
+Documents can be strings (ids "0", "1", ...: their positions), dicts with "text" (and "id",
+"question"), or `lfcli.Document`s, for every entry point: the task functions and
+`Pipeline(...).run(...)` alike. For large jobs, `lfcli.Pipeline(task, model=...)` loads the model once
 and `pipeline.run(documents)` streams rows; `lfcli.read_documents(paths)` streams documents
 from files, folders, JSONL and Parquet like the CLI does.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
-
 from lfcli.pipelines import registry
-from lfcli.pipelines.io.document import Document
-
-
-def _documents(docs: Iterable[Any]) -> Iterator:
-    for i, doc in enumerate(docs):
-        if isinstance(doc, Document):
-            yield doc
-        elif isinstance(doc, str):
-            ok = bool(doc.strip())
-            yield Document(str(i), doc if ok else None, None if ok else "empty document")
-        elif isinstance(doc, dict):
-            text = doc.get("text")
-            fields = {k: v for k, v in doc.items() if k not in ("id", "text")}
-            error = None if isinstance(text, str) and text.strip() else "empty document"
-            yield Document(str(doc.get("id", i)), text if error is None else None, error, fields)
-        else:
-            raise TypeError(f"document {i}: expected str, dict or Document, got {type(doc).__name__}")
 
 
 def Pipeline(task: str, model: str | None = None, **options):
@@ -41,7 +23,8 @@ def Pipeline(task: str, model: str | None = None, **options):
     Options are the CLI's: device ("auto": CUDA when there is a GPU), dtype ("auto": bf16 on a
     CPU with native bf16, else float32),
     attention_backend, max_length, batch_size, max_tokens, global_policy, labels,
-    temperature, question, top_k, pooling, normalize; fast_paths (False: the plain reference
+    temperature, question (one, or a list of several), questions (a file, or a list), read, top_k,
+    pooling, normalize; fast_paths (False: the plain reference
     model, without the speed swaps); and chunk_docs, chunk_chars (how
     many documents, and about how many characters, between one burst of rows and the
     next; counted, not timed, so one input gives the same rows on every run). Bad options raise lfcli.pipelines.errors.UsageError before the model loads."""
@@ -52,7 +35,7 @@ def Pipeline(task: str, model: str | None = None, **options):
 
 def _run(task: str, docs, model, on_error: str = "skip", **options) -> list[dict]:
     pipeline = Pipeline(task, model, **options)
-    return list(pipeline.run(_documents(docs), on_error=on_error))
+    return list(pipeline.run(docs, on_error=on_error))
 
 
 def _task_function(spec: registry.TaskSpec):

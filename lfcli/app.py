@@ -126,6 +126,8 @@ def guarded(command):
             return command(*args, **kwargs)
         try:
             return command(*args, **kwargs)
+        except typer.Exit:  # a command's own exit code, its message said already
+            raise
         except LfcliError as exc:
             fail(str(exc), exc.exit_code)
         except KeyboardInterrupt:

@@ -40,9 +40,9 @@ def models(
     if name is not None:
         _print_card(name)
         return
-    from lfcli.pipelines.infer.precision import cpu_has_native_bf16  # lazy: torch, not for --help
+    from lfcli.pipelines.infer.precision import bf16_pays  # lazy: torch, not for --help
 
-    dtype = "bfloat16" if cpu_has_native_bf16() else "float32"  # what --dtype auto runs here
+    dtype = "bfloat16" if bf16_pays() else "float32"  # what --dtype auto runs here
     sizes, rate = tier_sizes(), matmul_gflops(dtype)
     for m in list_models():
         if m["available"] is not None:

@@ -29,7 +29,8 @@ TrainingData = Annotated[List[str], typer.Argument(help="Training data (see the 
 TextColumn = Annotated[str, typer.Option("--text-column", help="Text field of JSONL records / column of Parquet files.")]
 IdColumn = Annotated[Optional[str], typer.Option("--id-column", help="Id field/column (default: 'id' when present, else the row number).")]
 Glob = Annotated[Optional[str], typer.Option("--glob", "-g", help="Only files in folders matching this pattern, e.g. '*.txt'.")]
-EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a bad UTF-8 document is an error row; replace: decode with U+FFFD.")]
+EncodingErrors = Annotated[str, typer.Option("--encoding-errors", help="strict: a document with bytes its encoding cannot read is an error row; replace: decode them as U+FFFD.")]
+Encoding = Annotated[str, typer.Option("--encoding", help="Text files' encoding: utf-8; auto (UTF-8 where a file is UTF-8, else detected with charset-normalizer); or a name, e.g. cp1252, latin-1, utf-16.")]
 InputFormat = Annotated[str, typer.Option("--input-format", help="auto, text or jsonl (for stdin; files go by extension).")]
 
 # -- the model and where it runs --------------------------------------------------------------
@@ -55,7 +56,8 @@ FastPaths = Annotated[bool, typer.Option("--fast-paths/--no-fast-paths", help="-
 Output = Annotated[Optional[str], typer.Option("--output", "-o", help="Output file: .jsonl, .json, .parquet, or .html for a page to read in a browser (classify, qa, corefs) (default: JSONL on stdout).")]
 Force = Annotated[bool, typer.Option("--force", "-F", help="Overwrite an existing output file (and an unfinished run's rows).")]
 Resume = Annotated[bool, typer.Option("--resume", "-r", help="Continue an interrupted job: keep the output's rows, skip their ids.")]
-OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on; fail: stop at the first bad document.")]
+OnError = Annotated[str, typer.Option("--on-error", help="skip: write an error row and go on (the job then exits 1 if any document failed; see --partial-ok); fail: stop at the first bad document.")]
+PartialOk = Annotated[bool, typer.Option("--partial-ok", help="Exit 0 even when some documents failed (each has its error row): for batch jobs that expect a few bad inputs. Without it, any failed document makes the exit code 1.")]
 BatchSize = Annotated[Optional[int], typer.Option("--batch-size", "-b", help="Most windows per batch (default: 8 on a CPU, 64 on a GPU).", show_default=False)]
 MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", "-t", help="Token budget per batch, longest window x batch size (default: 4096 on a CPU, 65536 on a GPU).", show_default=False)]
 RowGroup = Annotated[int, typer.Option("--row-group-size", help="Parquet output: rows per row group. Finished rows reach the output file every 5 s or every row group, whichever comes first, so --resume after a kill redoes only the last seconds' documents.")]
@@ -93,6 +95,7 @@ FinetuneFreezeEmbeddings = Annotated[bool, typer.Option("--freeze-embeddings", h
 Delta = Annotated[bool, typer.Option("--delta", help="With --adapter full: write the weights as fp16 differences from the base model (a fraction of a full checkpoint; with --freeze-embeddings, the layers and head only).")]
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
 Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: the task's, in the help above).", show_default=False)]
+EvalEvery = Annotated[Optional[int], typer.Option("--eval-every", help="Updates between evaluations, each followed by a resume checkpoint (default: once per epoch). A long epoch wants a smaller number: --resume loses at most this many updates.", show_default=False)]
 Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
 
 # -- convert, show, plot -----------------------------------------------------------------------

@@ -11,7 +11,7 @@ from lfcli.pipelines.errors import InputError, UsageError
 from lfcli.pipelines.wording import plural
 
 from .app import app, guarded
-from .options import EncodingErrors, Glob, IdColumn, InputFormat, OverwriteFile, Page, Quiet, TextColumn, Texts
+from .options import Encoding, EncodingErrors, Glob, IdColumn, InputFormat, OverwriteFile, Page, Quiet, TextColumn, Texts
 
 Shown = Annotated[str, typer.Argument(metavar="OUTPUT", show_default=False,
                                       help="Output of classify, qa or corefs: .jsonl, .json, .parquet (or a Parquet folder).")]
@@ -24,7 +24,7 @@ def show(
     text: Texts = None,
     output: Page = None,
     text_column: TextColumn = "text", id_column: IdColumn = None, glob: Glob = None,
-    encoding_errors: EncodingErrors = "strict", input_format: InputFormat = "auto",
+    encoding_errors: EncodingErrors = "strict", encoding: Encoding = "utf-8", input_format: InputFormat = "auto",
     force: OverwriteFile = False, quiet: Quiet = False,
 ):
     """Draw an output of classify, qa or corefs over its documents as one page (-o NAME.html,
@@ -49,7 +49,7 @@ def show(
     if text:
         inputs = list(text)
         read = dict(text_column=text_column, id_column=id_column, glob=glob, encoding_errors=encoding_errors,
-                    input_format=input_format)
+                    input_format=input_format, encoding=encoding)
     else:
         recorded = recorded_inputs(record)
         if recorded is None:

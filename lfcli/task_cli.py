@@ -22,8 +22,8 @@ from lfcli.pipelines.wording import plural
 from .app import app, follow_tasks, guarded, options_after
 from .model_check import check_head, check_model
 from .options import (
-    Backend, BatchSize, CpusPerWorker, Device, Dtype, EncodingErrors, Engine, FastPaths, Force, Glob, Global, GpusPerWorker,
-    IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, Quiet, RayAddress, Resume, RowGroup,
+    Backend, BatchSize, CpusPerWorker, Device, Dtype, Encoding, EncodingErrors, Engine, FastPaths, Force, Glob, Global, GpusPerWorker,
+    IdColumn, Inputs, InputFormat, MaxLength, MaxTokens, Model, OnError, Output, PartialOk, Quiet, RayAddress, Resume, RowGroup,
     TextColumn, Workers, with_task_options,
 )
 
@@ -55,18 +55,18 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     if job.get("engine") is not None and job["engine"].engine == "ray":
         from lfcli.pipelines.infer.ray_engine import run_ray  # lazy: torch
 
-        _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet)
+        _finish(*run_ray(task, inputs, output, quiet, read, job, pipe_opts), quiet, options["partial_ok"])
         return
     # Every option first, then inputs and output, then the model: a typo fails in a blink.
     check_options(task, **{k: v for k, v in pipe_opts.items() if k != "model"})
     check_model(pipe_opts["model"], task)  # an unknown -m is usage, said with the names -m takes
-    pair_text = pipe_opts.get(spec.pair) if spec.pair else None  # qa's --question
+    pair_texts = spec.asked(pipe_opts)  # qa's questions
     name = model_name(task, pipe_opts["model"], pipe_opts)
     if pipe_opts["max_length"] is not None:  # room for the special tokens (and a question): the tokenizer tells
-        window_tokenizer(task, name, pipe_opts["max_length"], pair_text)
+        window_tokenizer(task, name, pipe_opts["max_length"], pair_texts)
     docs = iter_documents(inputs, fields=spec.fields, **read)  # qa's documents keep each record's question
     if spec.pair:  # no question anywhere: one usage error, not an error row per document
-        check_pair(spec, pair_text, pair_text is not None or inputs_with_field(
+        check_pair(spec, pair_texts, pair_texts is not None or inputs_with_field(
             inputs, spec.pair, glob=read["glob"], input_format=read["input_format"]))
     check_head(task, name, pipe_opts, pipe_opts["model"])  # before the output opens: no task head is usage
     first_error = None
@@ -76,7 +76,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     if page:  # the page shows the rows over their texts: keep every text read, resumed ones too
         docs, draw = _page_of(task, docs, record, output)
     with open_writer(output, resume=resume, force=force, rows_per_group=job["row_group_size"], job=record,
-                     page=draw) as writer:
+                     page=draw, id_field=spec.row_key(pipe_opts)) as writer:
         already_done = frozenset(writer.done_ids)  # the writer adds to done_ids as it goes
         pipe = Pipeline(task, **pipe_opts)
         writer.set_schema(pipe.task.schema())
@@ -88,9 +88,9 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
                 writer.write(row)
                 if closing is not None:
                     closing.add(row)
-    _finish(pipe.stats, len(already_done), first_error, quiet)
     for line in closing.lines() if closing is not None else ():
         typer.echo(f"lfcli: {line}", err=True)
+    _finish(pipe.stats, len(already_done), first_error, quiet, options["partial_ok"])
 
 def _page_of(task: str, docs, record: dict, output: str):
     """(`docs` passed on with each one's text kept, the function that draws the page of the
@@ -118,27 +118,40 @@ def _engine(options: dict):
                           options["cpus_per_worker"])
 
 
-def _finish(stats, already_done: int, first_error: str | None, quiet: bool) -> None:
+def _finish(stats, already_done: int, first_error: str | None, quiet: bool, partial_ok: bool = False) -> None:
     """The job's closing lines on stderr: failures first, then rates over the documents that
-    ran (a failed document costs nothing, so counting it would inflate docs/s). A job whose
-    every document failed exits 1, its error rows written all the same: it made nothing."""
+    ran (a failed document costs nothing, so counting it would inflate docs/s). A job where
+    any document failed exits 1 (its error rows and every other row written all the same), so
+    a script that checks the exit code sees it; `partial_ok` (--partial-ok): exit 0 unless
+    every document failed (then it made nothing)."""
     already = f"; {already_done} already in the output" if already_done else ""
+    unit, short = ("document", "doc") if stats.unit == "doc" else (stats.unit, stats.unit)
     if stats.docs and stats.errors == stats.docs:
-        raise InputError(f"all {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error}){already}")
+        raise InputError(f"all {plural(stats.docs, unit)} failed, each with an error row (first: {first_error}){already}")
     if quiet:
+        _exit_on_failures(stats, partial_ok)
         return
     dt = max(time.perf_counter() - stats.started, 1e-9)
     ok = stats.docs - stats.errors
     lines = []
     if stats.errors:
-        lines.append(f"{stats.errors} of {plural(stats.docs, 'document')} failed, each with an error row (first: {first_error})")
+        lines.append(f"{stats.errors} of {plural(stats.docs, unit)} failed, each with an error row (first: {first_error})")
     if ok:
-        lines.append(f"{plural(ok, 'document')} done in {dt:.1f} s: {ok / dt:.2f} docs/s, {stats.tokens / dt:,.0f} tokens/s")
+        lines.append(f"{plural(ok, unit)} done in {dt:.1f} s: {ok / dt:.2f} {short}s/s, {stats.tokens / dt:,.0f} tokens/s")
     else:
         lines.append("no documents to run")
     lines[-1] += already
     for line in lines:
         typer.echo(f"lfcli: {line}", err=True)
+    _exit_on_failures(stats, partial_ok)
+
+
+def _exit_on_failures(stats, partial_ok: bool) -> None:
+    """Exit 1 after the closing lines when a document failed, unless --partial-ok."""
+    if stats.errors and not partial_ok:
+        typer.echo("lfcli: exit code 1: some documents failed (their error rows are in the output; "
+                   "--partial-ok exits 0 for them)", err=True)
+        raise typer.Exit(1)
 
 
 def _job(model: str | None, options: dict) -> tuple[dict, dict, dict]:
@@ -146,7 +159,7 @@ def _job(model: str | None, options: dict) -> tuple[dict, dict, dict]:
     the Pipeline's options (the --engine ones are _engine's)."""
     o = options
     read = dict(text_column=o["text_column"], id_column=o["id_column"], glob=o["glob"],
-                encoding_errors=o["encoding_errors"], input_format=o["input_format"])
+                encoding_errors=o["encoding_errors"], input_format=o["input_format"], encoding=o["encoding"])
     if o["row_group_size"] < 1:
         raise UsageError("--row-group-size must be positive")
     job = dict(force=o["force"], resume=o["resume"], on_error=o["on_error"], row_group_size=o["row_group_size"])
@@ -162,8 +175,10 @@ def _shared_options(
     text_column: TextColumn = JOB.text_column, id_column: IdColumn = None, glob: Glob = None,
     batch_size: BatchSize = None, max_tokens: MaxTokens = None, max_length: MaxLength = None,
     device: Device = JOB.device, dtype: Dtype = JOB.dtype, attention_backend: Backend = None, global_: Global = None,
-    force: Force = False, resume: Resume = False, on_error: OnError = JOB.on_error, quiet: Quiet = False,
-    encoding_errors: EncodingErrors = JOB.encoding_errors, input_format: InputFormat = JOB.input_format,
+    force: Force = False, resume: Resume = False, on_error: OnError = JOB.on_error, partial_ok: PartialOk = False,
+    quiet: Quiet = False,
+    encoding_errors: EncodingErrors = JOB.encoding_errors, encoding: Encoding = "utf-8",
+    input_format: InputFormat = JOB.input_format,
     row_group_size: RowGroup = JOB.row_group_size, fast_paths: FastPaths = JOB.fast_paths,
     engine: Engine = "local", ray_address: RayAddress = None, workers: Workers = None,
     gpus_per_worker: GpusPerWorker = None, cpus_per_worker: CpusPerWorker = None,

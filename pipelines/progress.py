@@ -52,13 +52,14 @@ def live_words(stats, now: float) -> tuple[str, str]:
     single long document shows its progress before its row is out ("0 docs  120/800 windows
     (15%)"); docs/s and tokens/s, the tokens those of the windows run (each document token
     once), failed documents left out of docs/s (they cost next to nothing)."""
-    done = plural(stats.docs, "doc")
+    unit = getattr(stats, "unit", "doc")  # qa with several questions: a row is a question
+    done = plural(stats.docs, unit)
     windows, queued = getattr(stats, "windows", 0), getattr(stats, "windows_queued", 0)
     if queued > windows:
         done += f"  {windows:,}/{queued:,} windows ({100 * windows // queued}%)"
     dt = max(now - stats.started, 1e-9)
     tokens = max(stats.tokens, getattr(stats, "tokens_run", 0))
-    return done, f"{(stats.docs - stats.errors) / dt:.2f} docs/s  {tokens / dt:,.0f} tokens/s"
+    return done, f"{(stats.docs - stats.errors) / dt:.2f} {unit}s/s  {tokens / dt:,.0f} tokens/s"
 
 
 @contextmanager

@@ -108,6 +108,10 @@ def _as_given(options: dict) -> dict:
     return options
 
 
+def _by_id(options: dict) -> str:
+    return "id"
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     name: str
@@ -131,12 +135,18 @@ class TaskSpec:
     # record's field gives it. `pair_missing`: what to do, said when no document can have one.
     pair: str | None = None
     pair_missing: str = ""
+    # (its options, parsed) -> the pair texts asked of every document (qa: its questions), None:
+    # each record's own; default: the option named `pair`, when given
+    asked_pairs: Callable[[dict], list[str] | None] | None = None
     page: Callable | None = None  # (rows, texts, title, subtitle, footer) -> HTML; None: no page for it
     no_page: str = ""  # why its rows have no page, said when one is asked for
     # () -> an object that sees each row (`add(row)`) and gives the run's closing `lines()`, said
     # on stderr after the rates when it is a terminal (corefs: the cast); None: nothing more
     report: Callable[[], Any] | None = None
     row_fields: tuple[str, ...] = ()  # fields only its rows have (which task wrote an output)
+    # (its options, parsed) -> the field(s) that tell a job's rows apart, which --resume reads
+    # (a tuple: those fields together; qa with many questions: id and question_id)
+    row_key: Callable[[dict], str | tuple[str, ...]] = _by_id
     row_form: int = 1  # bumped when its rows change shape: an output of another form is never resumed
     finetune: Callable | None = None  # the Setup `lfcli finetune TASK` trains; None: not trainable
     finetune_summary: str = ""  # `lfcli finetune TASK`'s help: what it trains, the data it reads
@@ -151,6 +161,16 @@ class TaskSpec:
     # first_texts(n, chars), the job's first n texts (at most `chars` characters), so that every
     # part scores as the whole job would locally. None: the options as they are.
     for_workers: Callable[[dict, Callable[[int, int], list[str]]], dict] | None = None
+
+    def asked(self, options: dict) -> list[str] | None:
+        """The pair texts the options ask of every document (qa's questions); None: the
+        records' own (or a task without a pair)."""
+        if not self.pair:
+            return None
+        if self.asked_pairs is not None:
+            return self.asked_pairs(options)
+        given = options.get(self.pair)
+        return None if given is None else [given]
 
     @property
     def fields(self) -> tuple[str, ...]:

@@ -190,7 +190,8 @@ def test_parquet_with_good_and_bad_rows(ckpts, tmp_path):
         pa.table({"doc_id": ["g1", "bad", "g2", "blank"], "body": ["The court held that.", None, "She came back.", "  "]}), src
     )
     out = tmp_path / "out.parquet"
-    r = invoke("embed", src, "--text-column", "body", "--id-column", "doc_id", "-m", ckpts["embed"], "-o", out, "--quiet")
+    r = invoke("embed", src, "--text-column", "body", "--id-column", "doc_id", "-m", ckpts["embed"], "-o", out, "--quiet",
+               "--partial-ok")  # some rows are bad on purpose: without --partial-ok the job exits 1
     assert r.exit_code == 0, r.output
     table = pq.read_table(out).to_pylist()
     assert [x["id"] for x in table] == ["g1", "bad", "g2", "blank"]
@@ -228,9 +229,14 @@ def test_bad_input_and_usage_exit_codes(ckpts, docs, tmp_path):
     (bad / "z.txt").write_bytes(b"caf\xe9 au lait")
     r = invoke("embed", bad, "-m", enc, "--quiet")
     rows = rows_of(r.stdout)
-    assert r.exit_code == 0 and rows[0]["id"] == "ok.txt" and "UTF-8" in rows[1]["error"]
+    # a document failed: exit 1 (a script sees it), every row written all the same
+    assert r.exit_code == 1 and rows[0]["id"] == "ok.txt" and "UTF-8" in rows[1]["error"]
+    r = invoke("embed", bad, "-m", enc)
+    assert r.exit_code == 1 and "1 of 2 documents failed" in r.stderr and "--partial-ok" in r.stderr
+    r = invoke("embed", bad, "-m", enc, "--quiet", "--partial-ok")
+    assert r.exit_code == 0 and rows_of(r.stdout) == rows
     r = invoke("embed", bad, "-m", enc, "--on-error", "fail")
-    assert r.exit_code == 1 and "z.txt" in r.output
+    assert r.exit_code == 1 and r.output.count("z.txt") == 1, r.output  # the path said once
     r = invoke("embed", bad, "-m", enc, "--encoding-errors", "replace", "--quiet")
     assert all("error" not in x for x in rows_of(r.stdout))
 
@@ -539,7 +545,7 @@ def test_qa_without_any_question_is_a_usage_error(ckpts, docs, tmp_path):
     mixed.mkdir()
     (mixed / "a.txt").write_text("The court held that the contract was void.")
     (mixed / "q.jsonl").write_text(json.dumps({"id": "q", "text": "Paris is in France.", "question": "Where is Paris?"}) + "\n")
-    r = invoke("qa", mixed, "-m", ckpts["qa"], "--quiet")
+    r = invoke("qa", mixed, "-m", ckpts["qa"], "--quiet", "--partial-ok")
     rows = rows_of(r.stdout)
     assert r.exit_code == 0 and "no question" in rows[0]["error"] and rows[1]["question"] == "Where is Paris?"
 
@@ -616,6 +622,9 @@ def test_an_empty_document_is_an_error_row_in_every_task(ckpts, tmp_path, task):
     assert all("empty document" in row["error"] for row in rows)
     (tmp_path / "story.txt").write_text("Anna came home. She was tired.")
     r = invoke(task, tmp_path, "-m", ckpts[task], *question, "--quiet")
+    assert r.exit_code == 1, r.output  # two documents failed: exit 1, the third's row written
+    assert ["error" in row for row in rows_of(r.stdout)] == [True, True, False]
+    r = invoke(task, tmp_path, "-m", ckpts[task], *question, "--quiet", "--partial-ok")
     assert r.exit_code == 0, r.output
     assert ["error" in row for row in rows_of(r.stdout)] == [True, True, False]
     import lfcli  # the Python API reads them the same way

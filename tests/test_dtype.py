@@ -18,7 +18,7 @@ import torch
 import lfcli
 from lfcli.models.bundled import DEFAULT_MODEL, bundled_available
 from lfcli.pipelines.eval.metrics import coref_scores
-from lfcli.pipelines.infer.precision import cpu_has_native_bf16, resolve_dtype
+from lfcli.pipelines.infer.precision import bf16_pays, cpu_has_native_bf16, resolve_dtype
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -39,7 +39,7 @@ def _two_threads():
 
 def test_auto_follows_the_cpu(monkeypatch):
     cpu = torch.device("cpu")
-    assert resolve_dtype("auto", cpu) == (torch.bfloat16 if cpu_has_native_bf16() else torch.float32)
+    assert resolve_dtype("auto", cpu) == (torch.bfloat16 if bf16_pays() else torch.float32)
     assert resolve_dtype("float32", cpu) == torch.float32
     assert resolve_dtype("bf16", cpu) == torch.bfloat16
     # oneDNN capped below AVX-512 (how an AVX2-only machine looks to it): no native bf16.
@@ -50,7 +50,7 @@ def test_auto_follows_the_cpu(monkeypatch):
 
 def test_version_verbose_names_the_path():
     out = subprocess.run([sys.executable, "-m", "lfcli", "--version", "--verbose"], capture_output=True, text=True, check=True).stdout
-    expected = "bfloat16 on this CPU" if cpu_has_native_bf16() else "float32 on this CPU"
+    expected = "bfloat16 on this CPU" if bf16_pays() else "float32 on this CPU"
     assert "--dtype auto: " + expected in out and "torch " in out
 
 
@@ -212,3 +212,25 @@ def test_version_verbose_lists_the_native_dtypes():
                          check=True).stdout
     line = next(x for x in out.splitlines() if x.startswith("native dtypes on this CPU: "))
     assert line.split(": ", 1)[1].split(", ")[:2] == (["float32", "bfloat16"] if cpu_has_native_bf16() else ["float32"])
+
+
+def test_auto_takes_bf16_only_where_it_was_measured_faster(monkeypatch, tmp_path):
+    """A CPU with AVX512_BF16 may still multiply bf16 at half fp32's rate (AMX hidden): auto
+    reads the machine's measurement, kept in the cache folder, and takes fp32 there."""
+    from lfcli.pipelines.infer import precision
+
+    monkeypatch.setenv("LFCLI_CACHE", str(tmp_path))
+    record = precision.bf16_record_path()
+    assert str(record).startswith(str(tmp_path))
+    cpu = torch.device("cpu")
+    measured = precision.bf16_pays()  # measured now, and kept (a CPU without native bf16: nothing to measure)
+    if cpu_has_native_bf16():
+        assert record.is_file() and json.loads(record.read_text())["bf16_pays"] == measured
+    record.parent.mkdir(parents=True, exist_ok=True)
+    for pays in (False, True):
+        record.write_text(json.dumps({"bf16_pays": pays}))
+        precision.bf16_measured_faster.cache_clear()
+        expected = torch.bfloat16 if pays and cpu_has_native_bf16() else torch.float32
+        assert resolve_dtype("auto", cpu) == expected
+        assert precision.autocast_for(cpu, "auto")[1] == (pays and cpu_has_native_bf16())
+    precision.bf16_measured_faster.cache_clear()

@@ -17,7 +17,8 @@ from lfcli.kernels.triton_tune import Tuner, candidates, tuned_config, tuning_ap
 from lfcli.models import LongformerConfig, LongformerModel, apply_fast_paths
 from lfcli.models.longformer import overwrite_rows
 from lfcli.pipelines.infer.read_ahead import read_ahead
-from lfcli.pipelines.infer.runner import Pipeline, batch_budget, results_to_host
+from lfcli.pipelines.infer.results import results_to_host
+from lfcli.pipelines.infer.runner import Pipeline, batch_budget
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.job_defaults import JOB
 

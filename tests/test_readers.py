@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lfcli.pipelines.errors import InputError, UsageError
+from lfcli.pipelines.io.inputs import ENCODING_HINT
 from lfcli.pipelines.io.readers import Document, iter_documents
 
 
@@ -65,7 +66,7 @@ def test_invalid_utf8_reports_file_and_byte_offset(tmp_path):
     path = _write(tmp_path / "bad.txt", b"Patient notes: temp 38\xb0C, stable.")
     (doc,) = _docs(path)
     assert doc.text is None
-    assert doc.error == f"{path}: invalid UTF-8 at byte offset 22 (byte 0xb0)"
+    assert doc.error == f"{path}: invalid UTF-8 at byte offset 22 (byte 0xb0); {ENCODING_HINT}"
     assert "\n" not in doc.error
     # the offset counts the BOM as well: it is the offset in the file
     path2 = _write(tmp_path / "bom.txt", b"\xef\xbb\xbfab\xffc")
@@ -335,7 +336,7 @@ def test_stdin_is_one_document_with_id_dash(monkeypatch):
 def test_stdin_bad_utf8(monkeypatch):
     _stdin(monkeypatch, b"ok \xc3( bad")
     (doc,) = _docs("-")
-    assert doc.error == "<stdin>: invalid UTF-8 at byte offset 3 (byte 0xc3)"
+    assert doc.error == f"<stdin>: invalid UTF-8 at byte offset 3 (byte 0xc3); {ENCODING_HINT}"
 
 
 def test_stdin_jsonl_records(monkeypatch, tmp_path):

@@ -429,3 +429,16 @@ def test_show_usage_and_input_errors_are_one_line(ckpts, docs, tmp_path, monkeyp
         assert r.exit_code == code and r.stderr.startswith("lfcli: error: ") and message in r.stderr, (args, r.stderr)
         assert r.stderr.count("\n") == 1
     assert not (tmp_path / "p.html").exists()
+
+
+def test_qa_page_shows_each_question_with_its_id_small_beside_it():
+    """The index and every card lead with the question, not the record's id (SQuAD ids: "806")."""
+    rows = [{"id": "806", "question": "Who held the <court>?", "answer": "judge", "start": 4, "end": 9, "score": 0.4},
+            {"id": "book.txt", "question_id": "q2", "question": "Where?" * 30, "answer": "x", "start": 0, "end": 1,
+             "score": 0.1}]
+    page = render("qa", rows, {"806": "The judge held the court.", "book.txt": "x marks it"})
+    index = re.search(r'<nav class="docs".*?</nav>', page, re.S).group()
+    assert 'Who held the &lt;court&gt;? <small class="id">806</small>' in index
+    assert "…" in index and 'book.txt · q2</small>' in index  # a long question shortened, its question id beside
+    heads = re.findall(r'<h2 class="q"><a href="#r(\d)">(.*?)</a> <small class="id">(.*?)</small></h2>', page)
+    assert heads[0] == ("0", "Who held the &lt;court&gt;?", "806") and heads[1][2] == "book.txt · q2"

@@ -4,17 +4,26 @@ training.
 bf16 pays only where the CPU multiplies it in hardware (AVX512_BF16, or AMX on Sapphire
 Rapids and later): there a bf16 matmul runs 2-6x faster than fp32 and the encoder about 2x.
 Elsewhere (AVX2-only CPUs) PyTorch emulates bf16 by converting to fp32 and back, which is
-slower than fp32 itself. So `auto` means bf16 on a CPU with native bf16 and fp32 everywhere
-else, CUDA included (there `--dtype bfloat16` is the user's explicit choice: the Triton path
-is tested in bf16 on GPUs only).
+slower than fp32 itself. And a CPU may say it has AVX512_BF16 and still multiply bf16 at half
+fp32's rate (an Intel Xeon whose AMX a hypervisor hides: 82 against 155 GFLOP/s, one core,
+2026-11-27). So `auto` means bf16 where the CPU has native bf16 *and* a bf16 matmul measured
+on it beats fp32's by BF16_MARGIN (`bf16_pays`: measured once a machine, in a few
+milliseconds, and kept in lfcli's cache folder, so every job of a machine takes the same
+path), and fp32 everywhere else, CUDA included (there `--dtype bfloat16` is the user's
+explicit choice: the Triton path is tested in bf16 on GPUs only).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import platform
+import time
 from contextlib import nullcontext
+from functools import lru_cache
+from pathlib import Path
 
 import torch
 
@@ -64,6 +73,55 @@ def cpu_has_native_bf16() -> bool:
     return bool(_cpu_flags() & {"avx512_bf16", "amx_bf16"})
 
 
+BF16_MARGIN = 1.2  # bf16's matmul rate over fp32's from which bf16 pays (casts and the rest cost too)
+_PROBE = 512  # the square matmul bf16_pays times: ~3 ms a dtype on one core
+
+
+def _matmul_rate(dtype: torch.dtype, n: int = _PROBE, repeats: int = 5) -> float:
+    """FLOP/s of an n x n matmul in `dtype` on this CPU: the best of `repeats`, after a warm-up."""
+    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / max(best, 1e-9)
+
+
+def bf16_record_path():
+    from lfcli.models.bundled import cache_dir  # lazy: the bundled models' module, only when measuring
+
+    machine = json.dumps([cpu_name(), sorted(_cpu_flags()), torch.__version__, os.environ.get("ONEDNN_MAX_CPU_ISA", "")])
+    return cache_dir() / "cpu" / f"bf16-{hashlib.sha256(machine.encode()).hexdigest()[:16]}.json"
+
+
+def bf16_pays() -> bool:
+    """True when this CPU has native bf16 and multiplies bf16 at least BF16_MARGIN times faster
+    than fp32, as measured once on this machine (kept in lfcli's cache folder, cpu/)."""
+    return cpu_has_native_bf16() and bf16_measured_faster(str(bf16_record_path()))
+
+
+@lru_cache(maxsize=4)
+def bf16_measured_faster(record: str) -> bool:
+    """Whether bf16 matmuls beat fp32's by BF16_MARGIN here: the machine's kept record at
+    `record`, else measured now and kept there."""
+    path = Path(record)
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8"))["bf16_pays"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    fp32, bf16 = _matmul_rate(torch.float32), _matmul_rate(torch.bfloat16)
+    pays = bf16 >= BF16_MARGIN * fp32
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"cpu": cpu_name(), "torch": torch.__version__, "fp32_gflops": round(fp32 / 1e9, 1),
+                                    "bf16_gflops": round(bf16 / 1e9, 1), "bf16_pays": pays}) + "\n", encoding="utf-8")
+    except OSError:  # a read-only cache: measured again next time
+        pass
+    return pays
+
+
 def cpu_has_native_fp16() -> bool:
     """True when this CPU multiplies fp16 in hardware for oneDNN's matmuls (AMX-FP16). Elsewhere
     (AVX512_FP16 included, which oneDNN's matmuls do not use) fp16 is converted on every use."""
@@ -83,9 +141,9 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
         raise UsageError(f"--dtype {name!r}: choose auto, float32, bfloat16 or float16")
     name = DTYPES[name]
     if name == "auto":
-        return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() else torch.float32
+        return torch.bfloat16 if device.type == "cpu" and bf16_pays() else torch.float32
     if name == "float16" and device.type == "cpu" and not cpu_has_native_fp16():
-        fast = "auto (bfloat16 here)" if cpu_has_native_bf16() else "auto (float32 here)"
+        fast = "auto (bfloat16 here)" if bf16_pays() else "auto (float32 here)"
         print(f"lfcli: note: --dtype float16 is slow on this CPU (no fp16 matmuls: emulated); --dtype {fast} "
               "is the fast choice", file=sys.stderr, flush=True)
     return getattr(torch, name)
@@ -95,8 +153,11 @@ def describe_auto() -> str:
     """Lines for `lfcli --version --verbose`: the dtypes this CPU runs natively and the path
     `--dtype auto` takes here."""
     native = f"native dtypes on this CPU: {', '.join(native_dtypes())}\n"
-    if cpu_has_native_bf16():
+    if bf16_pays():
         return native + "--dtype auto: bfloat16 on this CPU (native bf16: AVX512_BF16/AMX); training uses bf16 autocast"
+    if cpu_has_native_bf16():
+        return native + ("--dtype auto: float32 on this CPU (its bf16 matmuls, measured, are no faster than fp32's); "
+                         "training uses fp32")
     return native + "--dtype auto: float32 on this CPU (no native bf16, where bf16 would be emulated and slower)"
 
 
@@ -110,7 +171,7 @@ def autocast_for(device: torch.device, mode: str = "auto"):
     """A context factory for training: bf16 autocast on CUDA and on CPUs with native bf16
     ("auto"), or as asked ("bf16" / "none"). Returns (factory, uses_bf16)."""
     check_autocast(mode)
-    use = mode == "bf16" or (mode == "auto" and (device.type == "cuda" or cpu_has_native_bf16()))
+    use = mode == "bf16" or (mode == "auto" and (device.type == "cuda" or bf16_pays()))
     if not use:
         return nullcontext, False
     return (lambda: torch.autocast(device.type, dtype=torch.bfloat16)), True

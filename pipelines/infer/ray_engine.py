@@ -322,7 +322,7 @@ def run_ray(task: str, inputs: list[str], output: str | None, quiet: bool, read:
     ray = require_ray(starts_local=opts.ray_address is None and not os.environ.get("RAY_ADDRESS"))
     files = list_inputs(inputs, reader)
     if spec.pair:
-        check_pair(spec, pipe_opts.get(spec.pair), any(spec.pair in f.fields for f in files))
+        check_pair(spec, spec.asked(pipe_opts), any(spec.pair in f.fields for f in files))
     name = model_name(task, pipe_opts.get("model"), pipe_opts)
     header = {"lfcli": "ray-engine/1", "job": job_record(task, name, inputs, read, pipe_opts)}
     manifest = Manifest.open(output, header, job["resume"], job["force"])

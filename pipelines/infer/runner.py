@@ -30,6 +30,8 @@ from lfcli.models.model_folders import tokenizer_folder
 
 from .. import registry
 from ..errors import InputError, UsageError
+from ..io.document import as_documents
+from ..io.pdf_reader import with_pages
 from ..io.readers import Document
 from ..job_defaults import JOB
 from ..progress import note
@@ -40,6 +42,7 @@ from .heap import HeapKeeper
 from .policies import check_policy
 from .precision import DTYPES, resolve_dtype
 from .read_ahead import read_ahead
+from .results import results_to_host
 from .tasks import Item, Prepared, Task, batch_tensors
 from .tokenize import DocumentTokenizer
 
@@ -128,14 +131,14 @@ def check_options(
     return torch_device
 
 
-def _check_room(tok: DocumentTokenizer, spec: TaskSpec, pair_text: str | None) -> None:
+def _check_room(tok: DocumentTokenizer, spec: TaskSpec, pair_texts: list[str] | None) -> None:
     """Refuse a window length (tok.max_length) with no room for document tokens beside the
     task's special tokens and (a task whose windows hold a pair field: qa's question) the
     pair text, which may fill at most half a window."""
     paired = spec.pair is not None
     template = tok.pair if paired else tok.single
     special = len(template.prefix) + len(template.middle) + len(template.suffix)
-    q = len(tok.encode(pair_text).ids) if paired and pair_text else 0
+    q = max((len(tok.encode(t).ids) for t in pair_texts or () if t), default=0) if paired else 0
     need = max(special + max(q, int(paired)) + 1, 2 * q)
     if tok.max_length < need:
         what = plural(special, "special token") + (
@@ -170,7 +173,7 @@ def model_class(task: str, options: dict) -> str:
     return ENCODER if spec.bare_encoder(options) or spec.architecture is None else spec.architecture
 
 
-def window_tokenizer(task: str, name: str, max_length: int | None, pair_text: str | None):
+def window_tokenizer(task: str, name: str, max_length: int | None, pair_texts: list[str] | None):
     """(model folder, its tokenizer for windows of max_length, 0 until the model's positions
     are known). A max_length too short for the task's special tokens and pair text is refused
     (UsageError) from the tokenizer alone: before the weights load, and in the CLI before any
@@ -179,14 +182,15 @@ def window_tokenizer(task: str, name: str, max_length: int | None, pair_text: st
     folder = resolve_model(name)
     tokenizer = DocumentTokenizer.from_folder(tokenizer_folder(folder), max_length or 0)
     if max_length is not None:
-        _check_room(tokenizer, registry.get(task), pair_text)
+        _check_room(tokenizer, registry.get(task), pair_texts)
     return folder, tokenizer
 
 
-def check_pair(spec: TaskSpec, given: str | None, inputs_have_it: bool) -> None:
-    """Refuse a job of a task with a pair field (qa's question) that no document can have
-    (UsageError: one message, not an error row per document)."""
-    if given is not None and not given.strip():
+def check_pair(spec: TaskSpec, given: list[str] | None, inputs_have_it: bool) -> None:
+    """Refuse a job of a task with a pair field (qa's question) that no document can have, or
+    whose asked pair texts (`given`) hold an empty one (UsageError: one message, not an error
+    row per document)."""
+    if given is not None and not all(isinstance(t, str) and t.strip() for t in given):
         raise UsageError(f"--{spec.pair} is empty")
     if given is None and not inputs_have_it:
         raise UsageError(f"{spec.pair_missing or f'lfcli {spec.name} needs a {spec.pair}'}; no input has one")
@@ -218,6 +222,7 @@ class Stats:
     windows: int = 0
     windows_queued: int = 0
     tokens_run: int = 0
+    unit: str = "doc"  # what a row is, for the progress line: a document (qa with several questions: a question)
 
 
 # Most of a batch's tokens that may be padding before a new batch starts, once it holds
@@ -259,8 +264,8 @@ class Pipeline:
             task, device=device, dtype=dtype, attention_backend=attention_backend, max_length=max_length,
             batch_size=batch_size, max_tokens=max_tokens, global_policy=global_policy, **options,
         )
-        pair_text = options.get(spec.pair) if spec.pair else None  # asked of every document
-        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, options), max_length, pair_text)
+        pair_texts = spec.asked(options)  # asked of every document
+        self.folder, tokenizer = window_tokenizer(task, model_name(task, model, options), max_length, pair_texts)
         class_name = model_class(task, options)
         try:
             self.model = ARCHITECTURES[class_name].from_pretrained(
@@ -282,7 +287,7 @@ class Pipeline:
         preferred = (config.extra.get("lfcli") or {}).get("default_max_length")
         self.max_length = min(max_length or preferred or limit, limit)
         self.tokenizer = DocumentTokenizer(tokenizer.tokenizer, self.max_length)
-        _check_room(self.tokenizer, spec, pair_text)
+        _check_room(self.tokenizer, spec, pair_texts)
         if self.max_length < SHORT_WINDOW:
             note(f"windows of {self.max_length} tokens (the model takes {limit}): a long document becomes "
                  "many small model calls, which is slow")
@@ -293,6 +298,7 @@ class Pipeline:
         # nothing there, so only a GPU's job reads ahead unless asked.
         self.read_ahead = torch_device.type == "cuda" if read_ahead is None else read_ahead
         self.stats = Stats()
+        self.last_encoded = None  # the last row's tokens (Prepared.encoded), counted in stats.tokens
         self.heap = HeapKeeper()  # a long job's memory stays flat (heap.py)
         self.calls = ModelCalls(self)
         self.task.setup(self.model, self.calls)
@@ -369,10 +375,13 @@ class Pipeline:
         on_error: str = "skip",
         progress: Callable[[Stats], None] | None = None,
     ) -> Iterator[dict]:
-        """Yield one row per document (skipping ids in skip_ids), in input order."""
+        """Yield one row per document (skipping ids in skip_ids), in input order. Documents:
+        Documents, strings (ids "0", "1", ...) or dicts with "text" (io.document.as_documents)."""
         if on_error not in ("skip", "fail"):
             raise UsageError("--on-error must be skip or fail")
-        self.stats = Stats(started=time.perf_counter())
+        documents = as_documents(documents)
+        self.stats = Stats(started=time.perf_counter(), unit=self.task.row_unit)
+        self.last_encoded = None
         documents = self.task.begin(documents, self.calls)  # before any row: a task's look-ahead
         prepared = (self._prepare_chunk(chunk) for chunk in self._chunks(documents, skip_ids))
         if self.read_ahead:
@@ -386,7 +395,7 @@ class Pipeline:
         chunk: list[Document] = []
         chars, first = 0, True
         for doc in documents:
-            if doc.id in skip_ids:
+            if skip_ids and self.task.key(doc) in skip_ids:
                 continue
             chunk.append(doc)
             chars += len(doc.text or "")
@@ -412,10 +421,11 @@ class Pipeline:
         return docs, prepared, failed
 
     def _fail(self, doc: Document, message: str, on_error: str) -> dict:
-        if on_error == "fail":
-            raise InputError(f"{doc.id}: {message}")
+        if on_error == "fail":  # the message may name the document already (a reader's "PATH: ...")
+            named = ": " in message and message.split(": ", 1)[0].endswith(doc.id)
+            raise InputError(message if named else f"{doc.id}: {message}")
         self.stats.errors += 1
-        return Task.error_row(doc, message)
+        return self.task.error_row(doc, message)
 
     def _run_chunk(self, docs: list[Document], prepared: dict[int, Prepared], failed: dict[int, str], on_error: str,
                    progress) -> Iterator[dict]:
@@ -448,50 +458,12 @@ class Pipeline:
             else:
                 window_results = [results[i][k] for k in range(len(prepared[i].items))]
                 row = self.task.finish(doc, prepared[i], window_results)
-                self.stats.tokens += len(prepared[i].encoded.ids)
+                if doc.pages:  # a PDF: the page of every offset the row gives
+                    row = with_pages(row, doc.pages)
+                if prepared[i].encoded is not self.last_encoded:  # one text's questions count its tokens once
+                    self.stats.tokens += len(prepared[i].encoded.ids)
+                    self.last_encoded = prepared[i].encoded
             self.stats.docs += 1
             if progress is not None:
                 progress(self.stats)
             yield row
-
-
-def _on_host(t: torch.Tensor) -> bool:
-    return t.device.type == "cpu"
-
-
-def results_to_host(results: list[Any], on_host: Callable[[torch.Tensor], bool] = _on_host) -> list[Any]:
-    """A batch's window results with every tensor on the CPU, brought over in one copy per
-    dtype instead of one per tensor: on a GPU each copy waits for the device, so a batch of
-    64 windows of a few small tensors each would wait a hundred times. Tensors already on the
-    host (`on_host`) and other values pass through; the structure (lists, tuples) is kept."""
-    leaves: list[torch.Tensor] = []
-
-    def collect(r):
-        if isinstance(r, torch.Tensor):
-            if not on_host(r):
-                leaves.append(r)
-        elif isinstance(r, (list, tuple)):
-            for x in r:
-                collect(x)
-
-    for r in results:
-        collect(r)
-    if not leaves:
-        return results
-    moved: dict[int, torch.Tensor] = {}
-    by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
-    for t in leaves:
-        by_dtype.setdefault(t.dtype, []).append(t)
-    for tensors in by_dtype.values():
-        flat = torch.cat([t.reshape(-1) for t in tensors]).cpu()
-        for t, piece in zip(tensors, flat.split([t.numel() for t in tensors])):
-            moved[id(t)] = piece.view(t.shape)
-
-    def rebuild(r):
-        if isinstance(r, torch.Tensor):
-            return moved.get(id(r), r)
-        if isinstance(r, (list, tuple)):
-            return type(r)(rebuild(x) for x in r)
-        return r
-
-    return [rebuild(r) for r in results]

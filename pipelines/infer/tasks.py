@@ -47,18 +47,26 @@ class Prepared:
 
 
 def document_windows(
-    tok: DocumentTokenizer, doc_index: int, text: str, policy: str, overlap, question: list[int] | None = None
+    tok: DocumentTokenizer, doc_index: int, text: str, policy: str, overlap, question: list[int] | None = None,
+    encoded: Encoded | None = None, choose=None,
 ) -> Prepared:
-    """The document's windows; `overlap(size)`: the tokens two neighbours share."""
-    encoded = tok.encode(text)
+    """The document's windows; `overlap(size)`: the tokens two neighbours share. `encoded`:
+    the text's tokens when the caller has them already; `choose(encoded, spans, size)`: the
+    content spans to read out of the whole plan's `spans` (a task that reads only some, e.g.
+    qa's retrieval; the windows must lie in text order), else every one."""
+    encoded = tok.encode(text) if encoded is None else encoded
     if not encoded.ids:
         raise InputError("the document has no tokens")
     size = tok.content_budget(len(question) if question else 0)
     spans = plan_windows(len(encoded.ids), size, overlap(size))
+    chosen = spans if choose is None else choose(encoded, spans, size)
+    owned = owned_ranges(chosen)
+    if chosen is not spans:  # windows apart from each other own only their own tokens
+        owned = [(max(lo, s), min(hi, e)) for (lo, hi), (s, e) in zip(owned, chosen)]
     items = []
-    for span, owned in zip(spans, owned_ranges(spans)):
+    for span, own in zip(chosen, owned):
         window = tok.window(encoded.ids, span, question)
-        items.append(Item(doc_index, window, global_positions(policy, window, text, encoded.offsets), owned))
+        items.append(Item(doc_index, window, global_positions(policy, window, text, encoded.offsets), own))
     return Prepared(encoded, items)
 
 
@@ -71,6 +79,7 @@ def owned_positions(item: Item) -> tuple[int, int]:
 class Task:
     name = ""
     overlap_fraction = 0.25
+    row_unit = "doc"  # what a row is, for progress lines (qa with several questions: "question")
 
     def overlap(self, size: int) -> int:
         """How many tokens two neighbouring windows of `size` content tokens share."""
@@ -102,8 +111,11 @@ class Task:
     def schema(self):
         raise NotImplementedError
 
-    @staticmethod
-    def error_row(doc: Document, message: str) -> dict:
+    def key(self, doc: Document) -> str:
+        """What --resume knows the document's row by (the writer's key of that row)."""
+        return doc.id
+
+    def error_row(self, doc: Document, message: str) -> dict:
         return {"id": doc.id, "error": message}
 
 

@@ -10,6 +10,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from ..errors import UsageError
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -24,10 +26,61 @@ class ReadOptions:
     fields: tuple[str, ...]
     input_format: str
     empty_ok: bool = False  # an empty document is a document with no text, not an error (corefs: no chains)
+    encoding: str = "utf-8"  # a text file's: utf-8, auto (detected where not UTF-8), or a codec's name
 
     @property
     def id_key(self) -> str:
         return self.id_column if self.id_column is not None else "id"
+
+
+ENCODING_HINT = ("not UTF-8? --encoding auto detects the encoding, --encoding cp1252 (or another) names it, "
+                 "--encoding-errors replace reads it with U+FFFD for the bad bytes")
+
+
+def check_encoding(encoding: str) -> None:
+    """Refuse an --encoding Python has no codec for (a UsageError, before anything is read)."""
+    if encoding != "auto":
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise UsageError(f"--encoding {encoding!r}: no such encoding (auto, utf-8, cp1252, latin-1, utf-16, ...)") from None
+
+
+def decode_text(data: bytes, label: str, errors: str, encoding: str = "utf-8") -> tuple[str | None, str | None]:
+    """A text file's bytes in `encoding` ("auto": UTF-8 where they are UTF-8, else the encoding
+    charset-normalizer finds most likely); ``(text, None)`` or ``(None, one-line error)``."""
+    if encoding == "auto":
+        text, error = decode(data, label, "strict")
+        if error is None:
+            return text, None
+        return _detected(data, label)
+    if codecs.lookup(encoding).name == "utf-8":
+        text, error = decode(data, label, errors)
+        return text, None if error is None else f"{error}; {ENCODING_HINT}"
+    try:
+        return data.decode(encoding, errors), None
+    except UnicodeDecodeError as exc:
+        return None, f"{label}: invalid {encoding} at byte offset {exc.start}; --encoding auto detects the encoding"
+
+
+WESTERN = "cp1252"  # Windows' Western European code page: the commonest text that is not UTF-8
+CHAOS_MARGIN = 0.02  # how much more mess (charset-normalizer's chaos) cp1252 may read as and still win
+
+
+def _detected(data: bytes, label: str) -> tuple[str | None, str | None]:
+    """`data` (not UTF-8) in the encoding charset-normalizer finds most likely; where cp1252
+    reads it as cleanly, cp1252: on a short text the library cannot tell the Windows code
+    pages apart ("fièvre" came out as cp1250's "fičvre"), and cp1252 is by far the commonest of
+    them. A Cyrillic or Polish text, which cp1252 reads as a mess, keeps the library's choice."""
+    from charset_normalizer import from_bytes  # lazy: only for a text that is not UTF-8
+
+    best = from_bytes(data).best()
+    if best is None:
+        return None, f"{label}: its encoding could not be detected (not UTF-8); name it with --encoding NAME"
+    western = from_bytes(data, cp_isolation=[WESTERN]).best()
+    if western is not None and western.chaos <= best.chaos + CHAOS_MARGIN:
+        return str(western), None
+    return str(best), None
 
 
 def decode(data: bytes, label: str, errors: str, where: str = "") -> tuple[str | None, str | None]:

@@ -40,7 +40,7 @@ SIDECAR_SUFFIX = ".lfcli-job.json"  # JSONL / JSON outputs: OUT + this
 #: of a task's own options (its home's OPTIONS) changes rows too.
 ROW_OPTIONS = {"max_length": "--max-length", "global_policy": "--global", "dtype": "--dtype"}
 READ_OPTIONS = {"text_column": "--text-column", "id_column": "--id-column", "glob": "--glob",
-                "encoding_errors": "--encoding-errors", "input_format": "--input-format"}
+                "encoding_errors": "--encoding-errors", "input_format": "--input-format", "encoding": "--encoding"}
 
 
 def model_fingerprint(name: str) -> str | None:
@@ -70,7 +70,8 @@ def job_record(task: str, name: str, inputs: list[str], read: dict, pipe_opts: d
     -m or the task's default), as JSON would give it back."""
     from importlib.metadata import version  # the installed lfcli's (lfcli.__version__ is the layer above)
 
-    options = {flag: read.get(key) for key, flag in READ_OPTIONS.items()}
+    options = {flag: read.get(key) for key, flag in READ_OPTIONS.items()
+               if key != "encoding" or read.get(key) not in (None, "utf-8")}  # as jobs before --encoding recorded
     options.update({flag: pipe_opts[key] for key, flag in ROW_OPTIONS.items() if key in pipe_opts})
     spec = registry.get(task)
     options.update({o.flags[0].split("/")[0]: pipe_opts[o.name] for o in spec.options if o.name in pipe_opts})

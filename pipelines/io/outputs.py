@@ -59,9 +59,19 @@ def remove_leftovers(path: str) -> None:
 # the base class
 
 
-def _row_id(row: dict, id_field: str) -> str | None:
-    value = row.get(id_field)
-    return None if value is None else id_str(value)
+# A row's key when it takes several fields (qa's many questions of one document: id and
+# question_id): the fields' texts joined by this character, which no id holds.
+KEY_SEPARATOR = "\x1f"
+
+
+def row_key(row: dict, id_field: str | tuple[str, ...]) -> str | None:
+    """The key --resume knows a row by: its `id_field`, or the fields of a tuple joined by
+    KEY_SEPARATOR; None when the (first) field is missing."""
+    fields = (id_field,) if isinstance(id_field, str) else id_field
+    values = [row.get(f) for f in fields]
+    if values[0] is None:
+        return None
+    return KEY_SEPARATOR.join("" if v is None else id_str(v) for v in values)
 
 
 class ResultWriter:
@@ -73,7 +83,7 @@ class ResultWriter:
 
     format: str = ""
 
-    def __init__(self, path: str | None, id_field: str = "id") -> None:
+    def __init__(self, path: str | None, id_field: str | tuple[str, ...] = "id") -> None:
         self.path = path
         self.id_field = id_field
         self.done_ids: set[str] = set()
@@ -87,7 +97,7 @@ class ResultWriter:
             raise TypeError(f"a result row must be a dict, not {type(row).__name__}")
         self._write(row)
         self.rows_written += 1
-        row_id = _row_id(row, self.id_field)
+        row_id = row_key(row, self.id_field)
         if row_id is not None:
             self.done_ids.add(row_id)
 

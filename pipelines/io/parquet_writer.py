@@ -33,9 +33,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import InputError
-from .inputs import id_str
 from .jobs import JOB_KEY
-from .outputs import ResultWriter, fsync_dir, remove
+from .outputs import ResultWriter, row_key, fsync_dir, remove
 
 
 def _pa():
@@ -152,12 +151,15 @@ class ParquetResultWriter(ResultWriter):
             except (pa.ArrowException, OSError, ValueError) as exc:
                 raise InputError(f"{part}: not a readable Parquet file, cannot resume ({exc})") from None
             with pf:
-                if self.id_field not in pf.schema_arrow.names:
+                fields = (self.id_field,) if isinstance(self.id_field, str) else self.id_field
+                if fields[0] not in pf.schema_arrow.names:
                     continue
-                for batch in pf.iter_batches(columns=[self.id_field], batch_size=65536):
-                    for value in batch.column(0).to_pylist():
-                        if value is not None:
-                            self.done_ids.add(id_str(value))
+                present = [f for f in fields if f in pf.schema_arrow.names]
+                for batch in pf.iter_batches(columns=present, batch_size=65536):
+                    for row in batch.to_pylist():
+                        key = row_key(row, fields)
+                        if key is not None:
+                            self.done_ids.add(key)
 
     # -- writing -------------------------------------------------------------
 
@@ -166,7 +168,7 @@ class ParquetResultWriter(ResultWriter):
             unknown = [key for key in row if key not in self._names]
             if unknown:
                 raise ValueError(
-                    f"row {row.get(self.id_field)!r}: field(s) {', '.join(map(repr, unknown))} "
+                    f"row {row_key(row, self.id_field)!r}: field(s) {', '.join(map(repr, unknown))} "
                     f"not in the output schema ({', '.join(self.schema.names)})"
                 )
         self._buffer.append(row)
@@ -190,7 +192,7 @@ class ParquetResultWriter(ResultWriter):
                     pa.Table.from_pylist([row], schema=self.schema)
                 except (pa.ArrowException, TypeError, ValueError) as row_exc:
                     raise ValueError(
-                        f"row {row.get(self.id_field)!r} does not fit the output schema: {row_exc}"
+                        f"row {row_key(row, self.id_field)!r} does not fit the output schema: {row_exc}"
                     ) from exc
             raise ValueError(f"rows do not fit one Parquet schema: {exc}") from exc
 
@@ -222,7 +224,7 @@ class ParquetResultWriter(ResultWriter):
             return self.schema
         schemas = [pq.read_schema(part) for part in parts]
         if not schemas:
-            return self._tagged(pa.schema([pa.field(self.id_field, pa.string()), pa.field("error", pa.string())]))
+            return self._tagged(pa.schema([pa.field(self.id_field if isinstance(self.id_field, str) else self.id_field[0], pa.string()), pa.field("error", pa.string())]))
         try:
             unified = pa.unify_schemas(schemas, promote_options="permissive")
         except TypeError:  # older pyarrow without promote_options

@@ -4,6 +4,8 @@ Input kinds (``input_format="auto"`` picks by extension, case-insensitive):
 
 * a plain file (``.txt``, ``.md``, anything else): one document, the whole file
   decoded as UTF-8 (a leading BOM is dropped);
+* ``.pdf`` (or any file that starts as a PDF does): one document, its pages' text in page
+  order, with where each page starts (pdf_reader.py);
 * ``.jsonl`` / ``.ndjson``: one document per non-blank line, a JSON object whose
   ``text_column`` field holds the text (jsonl_reader.py);
 * ``.parquet`` / ``.pq``: one document per row, streamed a small batch of only the
@@ -77,7 +79,7 @@ from ..job_defaults import JOB
 from ..progress import note
 from .compressed import DAMAGED, compression, damage, inner_name, open_input
 from .document import Document
-from .inputs import ReadOptions, decode, is_blank
+from .inputs import ReadOptions, check_encoding, decode_text, is_blank
 from .jsonl_reader import (
     JSONL_CHECK_LINES,
     check_jsonl_file,
@@ -88,6 +90,7 @@ from .jsonl_reader import (
     jsonl_head,
 )
 from .parquet_reader import PARQUET_BATCH_ROWS, parquet_documents, parquet_plan
+from .pdf_reader import PDF_EXTS, is_pdf, pdf_document
 from .semeval import is_articles_file, iter_articles
 
 __all__ = [
@@ -111,7 +114,7 @@ _STDIN_LABEL = "<stdin>"
 
 
 def detect_format(path: str, input_format: str = "auto") -> str:
-    """The format ("text", "jsonl" or "parquet") a file is read with."""
+    """The format ("text", "jsonl", "parquet" or "pdf") a file is read with."""
     if input_format != "auto":
         return input_format
     lower = inner_name(path).lower()
@@ -119,6 +122,8 @@ def detect_format(path: str, input_format: str = "auto") -> str:
         return "jsonl"
     if lower.endswith(_PARQUET_EXTS):
         return "parquet"
+    if lower.endswith(PDF_EXTS):
+        return "pdf"
     return "text"
 
 
@@ -132,6 +137,7 @@ def iter_documents(
     fields: Iterable[str] = (),
     input_format: str = "auto",
     empty_ok: bool = False,
+    encoding: str = "utf-8",
 ) -> Iterator[Document]:
     """Stream the documents of ``inputs`` (files, folders, ``-``) in order. `empty_ok`: an
     empty or blank document is read as one (else it is an error row).
@@ -150,6 +156,7 @@ def iter_documents(
         raise UsageError(f"input format must be one of {', '.join(INPUT_FORMATS)}, not {input_format!r}")
     if not text_column:
         raise UsageError("the text column name is empty")
+    check_encoding(encoding)
     if isinstance(fields, str):
         fields = (fields,)
     opts = ReadOptions(
@@ -160,6 +167,7 @@ def iter_documents(
         fields=tuple(dict.fromkeys(fields)),
         input_format=input_format,
         empty_ok=empty_ok,
+        encoding=encoding,
     )
     multi = len(paths) > 1
     sources = [_prepare(path, opts, multi) for path in paths]
@@ -219,7 +227,7 @@ def _prepare(path: str, opts: ReadOptions, multi: bool) -> Iterator[Document]:
 
     if opts.input_format == "auto" and is_articles_file(path):  # SemEval-2019 hyperpartisan articles
         return iter_articles(path)
-    return _text_file_documents(path, path, path, opts)
+    return _text_file_documents(path, path, path, opts, pdf=fmt == "pdf")
 
 
 def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts: ReadOptions) -> Iterator[Document]:
@@ -233,7 +241,7 @@ def _folder_documents(files: Iterator[tuple[str, str]], prefix: str | None, opts
             check_jsonl_file(full, full, opts)
             yield from jsonl_file_documents(full, full, file_id, opts)
         else:
-            yield from _text_file_documents(full, full, file_id, opts)
+            yield from _text_file_documents(full, full, file_id, opts, pdf=fmt == "pdf")
 
 
 def walk_folder(root: str, pattern: str | None) -> Iterator[tuple[str, str]]:
@@ -291,8 +299,15 @@ def _glob_matcher(pattern: str | None) -> Callable[[str, str], bool]:
 # plain text
 
 
-def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions) -> Document:
-    text, error = decode(data, label, opts.encoding_errors)
+def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions, pdf: bool = False) -> Document:
+    """A file's document: its text decoded, or a PDF's pages' text (`pdf`, or a file of any name
+    that is a PDF by its first bytes, unless --input-format text)."""
+    if pdf or (opts.input_format == "auto" and is_pdf(data)):
+        doc = pdf_document(doc_id, data, label)
+        if doc.error is None and is_blank(doc.text) and not opts.empty_ok:
+            return Document(id=doc_id, text=None, error=f"{label}: empty document")
+        return doc
+    text, error = decode_text(data, label, opts.encoding_errors, opts.encoding)
     if error is None and is_blank(text) and not opts.empty_ok:
         error = f"{label}: empty document"
     if error is not None:
@@ -300,7 +315,7 @@ def _text_document(doc_id: str, data: bytes, label: str, opts: ReadOptions) -> D
     return Document(id=doc_id, text=text)
 
 
-def _text_file_documents(path: str, label: str, doc_id: str, opts: ReadOptions) -> Iterator[Document]:
+def _text_file_documents(path: str, label: str, doc_id: str, opts: ReadOptions, pdf: bool = False) -> Iterator[Document]:
     try:
         fh = open_input(path)
     except OSError as exc:
@@ -313,7 +328,7 @@ def _text_file_documents(path: str, label: str, doc_id: str, opts: ReadOptions) 
             raise InputError(f"{label}: cannot read file ({getattr(exc, 'strerror', None) or exc})") from None
         yield Document(id=doc_id, text=None, error=damage(label, path, exc))
         return
-    yield _text_document(doc_id, data, label, opts)
+    yield _text_document(doc_id, data, label, opts, pdf)
 
 
 # ---------------------------------------------------------------------------

@@ -68,9 +68,8 @@ import sys
 from typing import Any, Callable, Iterator
 
 from ..errors import InputError, UsageError
-from .inputs import id_str
 from .jobs import SIDECAR_SUFFIX, check_same_job, read_sidecar
-from .outputs import ResultWriter, fsync_dir, remove, remove_leftovers
+from .outputs import ResultWriter, row_key, fsync_dir, remove, remove_leftovers
 from .page_rows import rows_to_jsonl, with_rows
 from .parquet_writer import ParquetResultWriter, recorded_parquet_job
 
@@ -189,7 +188,7 @@ class _StdoutWriter(ResultWriter):
         sys.stdout.flush()
 
 
-def _scan_jsonl(path: str, id_field: str) -> set[str]:
+def _scan_jsonl(path: str, id_field: str | tuple[str, ...]) -> set[str]:
     """Drop a torn last line of ``path`` (no final newline) and return the ids of its rows."""
     ids: set[str] = set()
     with open(path, "r+b") as fh:
@@ -219,8 +218,9 @@ def _scan_jsonl(path: str, id_field: str) -> set[str]:
                 raise InputError(
                     f"{path}: line {lineno} is not valid JSON, cannot resume (fix the file or pass --force)"
                 ) from None
-            if isinstance(obj, dict) and obj.get(id_field) is not None:
-                ids.add(id_str(obj[id_field]))
+            key = row_key(obj, id_field) if isinstance(obj, dict) else None
+            if key is not None:
+                ids.add(key)
     return ids
 
 
@@ -402,7 +402,7 @@ def open_writer(
     schema=None,
     resume: bool = False,
     force: bool = False,
-    id_field: str = "id",
+    id_field: str | tuple[str, ...] = "id",
     rows_per_group: int = ROWS_PER_GROUP,
     flush_seconds: float | None = FLUSH_SECONDS,
     job: dict | None = None,

@@ -156,6 +156,8 @@ class TrainConfig:
             raise UsageError("--batch-size and --grad-accum must be at least 1")
         if self.weight_decay < 0:
             raise UsageError("--weight-decay must be >= 0")
+        if self.eval_every is not None and self.eval_every < 1:
+            raise UsageError("--eval-every must be at least 1")
         if self.patience is not None and self.patience < 1:
             raise UsageError("--patience must be at least 1")
         check_autocast(self.autocast)

@@ -143,11 +143,13 @@ def error_card(anchor: str, doc_id: Any, message: Any) -> str:
             f'<div class="msg">error: {escape(message)}</div></section>')
 
 
-def doc_index(ids: list[Any], anchor_prefix: str = "r") -> str:
-    """Links to each document's card, when there are several."""
+def doc_index(ids: list[Any], anchor_prefix: str = "r", labels: list[str] | None = None) -> str:
+    """Links to each document's card, when there are several; `labels`: each link's own HTML
+    (escaped already) instead of its id."""
     if len(ids) < 2:
         return ""
-    links = "".join(f'<a href="#{anchor_prefix}{k}">{escape(i)}</a>' for k, i in enumerate(ids))
+    shown = labels if labels is not None else [escape(i) for i in ids]
+    links = "".join(f'<a href="#{anchor_prefix}{k}">{label}</a>' for k, label in enumerate(shown))
     return f'<nav class="docs" aria-label="documents">{links}</nav>'
 
 

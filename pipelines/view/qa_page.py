@@ -10,10 +10,12 @@ from typing import Any
 from .page import bar, doc_index, error_card, escape, excerpt, frame, markup, score_text
 
 SHORT_TEXT = 600  # characters: below this, no excerpt beside each answer
+INDEX_QUESTION = 70  # characters of a question shown in the page's index
 
 CSS = """
-.q{font-size:16px;margin:2px 0 10px}
-.q b{color:var(--dim);font-weight:600}
+.q{font-size:17px;margin:2px 0 10px}
+.q a{color:inherit;text-decoration:none}
+small.id{font:500 11.5px/1.2 system-ui,sans-serif;color:var(--dim);margin-left:4px}
 ol.answers{margin:0 0 12px;padding-left:1.6em}
 ol.answers li{margin:0 0 8px}
 ol.answers .ans{font-weight:600;color:var(--accent);text-decoration:none}
@@ -86,8 +88,8 @@ def _card(k: int, row: dict, text: str | None, passage_rows: list[tuple[int, dic
     answers = ranked_answers(row)
     items = "".join(_answer_item(k, j, a, text) for j, a in enumerate(answers))
     question = row.get("question")
-    head = (f'<h2><a href="#r{k}">{escape(row.get("id"))}</a></h2>'
-            f'<p class="q"><b>Q</b> {escape(question) if question else "(no question)"}</p>')
+    head = (f'<h2 class="q"><a href="#r{k}">{escape(question) if question else "(no question)"}</a> '
+            f'<small class="id">{_row_name(row)}</small></h2>')
     if text is None:
         passage = '<p class="note">The document\'s text was not found (pass --text with the inputs of the job).</p>'
     elif passage_rows is None:
@@ -98,6 +100,19 @@ def _card(k: int, row: dict, text: str | None, passage_rows: list[tuple[int, dic
                  for m in _marks(k2, r2, text, f"Q{n + 1}: " if several else "")]
         passage = f'<div class="box passage" id="r{k}doc">{markup(text, marks)}</div>'
     return f'<section class="card" id="r{k}">{head}<ol class="answers">{items}</ol>{passage}</section>'
+
+
+def _row_name(row: dict) -> str:
+    """A row's id (and question_id, with several questions), escaped: small beside its question."""
+    qid = row.get("question_id")
+    return escape(row.get("id")) + (f" · {escape(qid)}" if qid is not None else "")
+
+
+def _index_label(row: dict) -> str:
+    """A row's link in the page's index: its question (shortened), its id small beside it."""
+    question = str(row.get("question") or "")
+    short = question if len(question) <= INDEX_QUESTION else question[: INDEX_QUESTION - 1].rstrip() + "…"
+    return f'{escape(short) or "(no question)"} <small class="id">{_row_name(row)}</small>'
 
 
 def qa_page(rows: list[dict], texts: dict[str, str | None], *, title: str, subtitle: str, footer: str = "") -> str:
@@ -117,5 +132,5 @@ def qa_page(rows: list[dict], texts: dict[str, str | None], *, title: str, subti
         text = texts.get(str(row.get("id")))
         owner = owners.get(text, k) if text is not None else k
         cards.append(_card(k, row, text, sharing.get(k), owner))
-    body = doc_index([r.get("id") for r in rows]) + "\n".join(cards)
+    body = doc_index([r.get("id") for r in rows], labels=[_index_label(r) for r in rows]) + "\n".join(cards)
     return frame(title, subtitle, body, css=CSS, footer=footer)

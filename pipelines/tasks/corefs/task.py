@@ -194,9 +194,10 @@ class CorefTask(Task):
         return sorted(named.items())
 
     def schema(self):
-        mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string())])
+        # page: a PDF's page of `start` (null for other inputs)
+        mention = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("text", pa.string()), ("page", pa.int64())])
         chain = pa.struct([("name", pa.string()), ("mentions", pa.list_(mention)), ("title", pa.string())])
-        quote = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("speaker", pa.int64())])
+        quote = pa.struct([("start", pa.int64()), ("end", pa.int64()), ("speaker", pa.int64()), ("page", pa.int64())])
         return pa.schema([("id", pa.string()), ("chains", pa.list_(chain)), ("quotes", pa.list_(quote)),
                           ("error", pa.string())])
 

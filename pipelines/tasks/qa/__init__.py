@@ -5,18 +5,42 @@ calibration in answers.py; training in train.py; this module's SPEC is what the 
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import List
+
 from ...errors import UsageError
 from ...registry import Option, TaskSpec, TrainingDefaults, evaluation_in, lazy
+from .questions import READS, asked_questions, parse_questions, row_key
 
 OPTIONS = (
-    Option("question", ("--question", "-q"), str, None, "The question (else each record's 'question' field)."),
+    Option("question", ("--question", "-q"), List[str], None,
+           "A question asked of every document; repeat it for several (a row per document and question). "
+           "Else each record's 'question' field."),
+    Option("questions", ("--questions",), str, None,
+           "A file of questions asked of every document: one a line, or JSONL with 'id' and 'question'."),
     Option("top_k", ("--top-k", "-k"), int, 1, "How many answers per document."),
+    Option("read", ("--read",), str, "retrieve",
+           "retrieve: over a long document, read only the windows around the passages most like the question "
+           "(fast; passages embedded once a text); all: read every window (slow, the reference)."),
+    Option("retriever", ("--retriever",), str, None,
+           "The sentence encoder that ranks passages for --read retrieve (default: the QA model's base, "
+           "its tier's bundled embedding model)."),
+    Option("cache", ("--cache",), str, None,
+           "A folder that keeps each long text's passage vectors, so a later job over the same text skips "
+           "embedding it (keyed by the text's sha256 and the models)."),
 )
 
 
 def check(options: dict) -> None:
     if options.get("top_k", 1) < 1:
         raise UsageError("--top-k must be at least 1")
+    if options.get("read", "retrieve") not in READS:
+        raise UsageError(f"--read {options.get('read')!r}: choose {' or '.join(READS)}")
+    retriever = options.get("retriever")
+    if retriever is not None and not Path(retriever).is_dir():
+        from lfcli.models.bundled import BUNDLED  # lazy: torch, not for --help
+    if retriever is not None and not Path(retriever).is_dir() and retriever not in BUNDLED:
+        raise UsageError(f"--retriever {retriever}: not a bundled model (see `lfcli models`) nor a model folder")
 
 
 # How to give `lfcli qa` its questions, said when a job has none at all.
@@ -46,6 +70,9 @@ SPEC = TaskSpec(
     check=check,
     pair="question",
     pair_missing=NO_QUESTIONS,
+    parse=parse_questions,
+    asked_pairs=asked_questions,
+    row_key=row_key,
     page=lazy("lfcli.pipelines.view.qa_page", "qa_page"),
     row_fields=("answer", "answers"),
     finetune=lazy(__name__ + ".train", "setup_qa"),

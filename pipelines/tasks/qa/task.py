@@ -6,13 +6,19 @@ Rows: id, question, answer, start, end, score, and `answers` (the top k) when to
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 
 import pyarrow as pa
 
 from ...errors import InputError
+from ...io.outputs import KEY_SEPARATOR
+from ...io.readers import Document
 from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACalibration, QACandidates, answer_text,
                       asks_for_heading, best_spans, distinct_answers, qa_calibration, span_rules)
 from ...infer.tasks import Task, document_windows
+from .retrieve import Retriever, encoder_of, reader_fingerprint
+
+KEPT_ENCODINGS = 4  # texts whose tokens are kept for their next question (many questions of one book)
 
 
 class QATask(Task):
@@ -29,10 +35,16 @@ class QATask(Task):
     name = "qa"
 
     def __init__(self, tokenizer, policy, question: str | None = None, top_k: int = 1, max_answer_tokens: int = 30,
-                 temperature: float = DEFAULT_TEMPERATURE):
+                 temperature: float = DEFAULT_TEMPERATURE, questions: tuple[tuple[str, str], ...] | None = None,
+                 read: str = "all", cache: str | None = None, retriever: str | None = None):
         super().__init__(tokenizer, policy)
         self.question, self.top_k, self.max_answer_tokens = question, top_k, max_answer_tokens
+        self.questions, self.read, self.cache, self.retriever_model = questions, read, cache, retriever
+        if questions:
+            self.row_unit = "question"  # a row per document and question: progress counts questions
         self.calibration = QACalibration(temperature)
+        self.retriever: Retriever | None = None  # set up with the model when read == "retrieve"
+        self.encodings: OrderedDict[str, object] = OrderedDict()  # text -> its tokens, for a text's next question
 
     @property
     def temperature(self) -> float:
@@ -45,6 +57,40 @@ class QATask(Task):
 
     def setup(self, model, run_batch):
         self.calibration = qa_calibration(model.config)
+        if self.read == "retrieve":
+            weights = next(model.parameters())
+            self.retriever = Retriever(self.retriever_model or encoder_of(model.config), self.tok, device=weights.device,
+                                       dtype=weights.dtype, cache_dir=self.cache,
+                                       reader_fingerprint=reader_fingerprint(self.tok))
+
+    def begin(self, documents, run_batch):
+        """With several questions, each document once per question, in order (module
+        questions.py): the same text object, so its tokens and passages are found once."""
+        if not self.questions:
+            return documents
+        return (Document(doc.id, doc.text, doc.error, {**doc.fields, "question": q, "question_id": qid}, doc.pages)
+                for doc in documents for qid, q in self.questions)
+
+    def key(self, doc) -> str:
+        qid = doc.fields.get("question_id")
+        return doc.id if qid is None else f"{doc.id}{KEY_SEPARATOR}{qid}"
+
+    def error_row(self, doc, message: str) -> dict:
+        row = super().error_row(doc, message)
+        if "question_id" in doc.fields:
+            row.update(question_id=doc.fields["question_id"], question=doc.fields.get("question"))
+        return row
+
+    def encode(self, text: str):
+        """The text's tokens, kept for the next few questions of the same text."""
+        if text in self.encodings:
+            self.encodings.move_to_end(text)
+            return self.encodings[text]
+        encoded = self.tok.encode(text)
+        self.encodings[text] = encoded
+        while len(self.encodings) > KEPT_ENCODINGS:
+            self.encodings.popitem(last=False)
+        return encoded
 
     def prepare(self, doc_index, doc):
         question = self.question or doc.fields.get("question")
@@ -54,7 +100,12 @@ class QATask(Task):
         limit = self.tok.max_length // 2
         if len(q_ids) > limit:
             raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document")
-        prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids)
+        choose = None
+        if self.retriever is not None:
+            def choose(encoded, spans, size):
+                return self.retriever.windows(doc.text, encoded, question, spans, size)
+        prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids,
+                                    encoded=self.encode(doc.text), choose=choose)
         prepared.extra["question"] = question
         prepared.extra["text"] = doc.text
         rules = span_rules(doc.text, prepared.encoded.offsets, headings=asks_for_heading(question))
@@ -107,6 +158,8 @@ class QATask(Task):
     def finish(self, doc, prepared, results):
         answers = self.answers(doc, prepared, results)
         row = {"id": doc.id, "question": prepared.extra["question"], **answers[0]}
+        if self.questions:
+            row = {"id": doc.id, "question_id": doc.fields.get("question_id"), **row}
         if self.top_k > 1:
             row["answers"] = answers
         return row
@@ -115,11 +168,16 @@ class QATask(Task):
         fields = [
             ("id", pa.string()), ("question", pa.string()), ("answer", pa.string()),
             ("start", pa.int64()), ("end", pa.int64()), ("score", pa.float64()),
+            ("page", pa.int64()),  # a PDF's page of `start` (null for other inputs)
         ]
         if self.top_k > 1:
             fields.append(("answers", pa.list_(pa.struct(fields[2:]))))
+        if self.questions:
+            fields.insert(1, ("question_id", pa.string()))
         return pa.schema([*fields, ("error", pa.string())])
 
 
 def runner(tokenizer, policy, config, options: dict) -> QATask:
-    return QATask(tokenizer, policy, question=options.get("question"), top_k=options.get("top_k", 1))
+    return QATask(tokenizer, policy, question=options.get("question"), top_k=options.get("top_k", 1),
+                  questions=options.get("questions"), read=options.get("read") or "retrieve", cache=options.get("cache"),
+                  retriever=options.get("retriever"))

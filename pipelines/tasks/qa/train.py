@@ -237,7 +237,7 @@ class QATrainTask:
                 + ce(end_logits, batch["end_positions"], reduction="sum")) / 2
 
     def evaluate(self, model) -> dict:
-        records = self.validation[: self.max_eval] if self.max_eval else self.validation
+        records = evaluation_sample(self.validation, self.max_eval)
         predictions = predict_cases(model, self.qa, records, self.pad_id)
         golds = [[a["text"] for a in r.answers] for r in records]
         scores = squad_scores((predictions[r.id][0], gold) for r, gold in zip(records, golds))
@@ -258,6 +258,15 @@ class QATrainTask:
             block["qa_calibration"] = self.calibration
         model.config.extra["lfcli"] = block
         self.save_fn(model, folder)
+
+
+def evaluation_sample(records: list[QARecord], n: int | None) -> list[QARecord]:
+    """At most `n` of the validation questions, spread evenly over them (every k-th), so that
+    an evaluation sees every held-out article, not the first few (the file's order)."""
+    if not n or len(records) <= n:
+        return records
+    step = len(records) / n
+    return [records[int(k * step)] for k in range(n)]
 
 
 def predict_answers(model, qa: QATask, records: list[QARecord], pad_id: int) -> dict[str, str]:

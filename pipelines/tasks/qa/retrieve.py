@@ -1,0 +1,245 @@
+"""qa's retrieval: over a long document, a question reads only the windows around the
+passages most like it, not the whole text (retrieve, then read).
+
+A document of more windows than a question reads (`top_windows`) is cut into passages of
+`passage_tokens` of the reader's tokens. Each passage gets a vector once per text, from the
+reader's own sentence encoder (the QA adapter's base: the bundled embedding model of its
+tier), and a BM25 index of its words (bm25s). A question's vector and words rank the passages
+by reciprocal-rank fusion of the two rankings (Cormack et al. 2009: 1 / (RRF_K + rank),
+summed), and the reader reads one window around each of the best passages, with the
+question in it and global attention on it, as a whole read does: the answers of those
+windows compete as every window's do (answers.py).
+
+The passages of a text are kept for the job (`PassageCache`, a few texts in memory), so many
+questions of one book, or rows that repeat a text, embed it once; with a cache folder
+(`--cache DIR`) they are also kept on disk, keyed by the text's sha256 and the encoder's and
+the reader tokenizer's fingerprints, so a second job over the same book skips embedding it.
+
+`--read all` reads every window instead: the slow, obviously correct twin. Where a document
+has no more windows than a question reads, both read the same windows (the same answer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from lfcli.models import ARCHITECTURES
+from lfcli.models.bundled import DEFAULT_MODEL, base_fingerprint, resolve_model
+from lfcli.models.heads import ENCODER
+from lfcli.models.model_folders import tokenizer_folder
+
+from ...errors import InputError
+from ...infer.tasks import predict_rows
+from ...infer.tokenize import DocumentTokenizer
+from ...io.readers import Document
+from ...progress import note
+from ..embed.task import EmbedTask
+
+READS = ("retrieve", "all")
+# Chosen on benchmarks/book_qa.json's "fit" works (benchmarks/eval_book_qa.py --retrieval-curve):
+# the answer's window among those read, and the reader's top-1, against k and the passage size.
+PASSAGE_TOKENS = 128
+TOP_WINDOWS = 8
+RRF_K = 60  # reciprocal-rank fusion's constant (the paper's)
+ENCODER_MAX_LENGTH = 512  # a passage and its special tokens fit in one window of the encoder
+KEPT_TEXTS = 8  # texts whose passages a job keeps in memory
+CACHE_VERSION = 1
+
+
+@dataclass
+class Passages:
+    """A text's passages: token spans [a, b) of the reader's encoding, one unit vector each
+    (rows of `vectors`), and their BM25 index (None without words)."""
+
+    spans: list[tuple[int, int]]
+    vectors: torch.Tensor
+    bm25: object | None
+
+
+def passage_spans(n_tokens: int, size: int) -> list[tuple[int, int]]:
+    """Side-by-side token spans of `size` tokens (the last one shorter) over `n_tokens`."""
+    return [(a, min(n_tokens, a + size)) for a in range(0, n_tokens, size)]
+
+
+def reading_spans(ranked: list[int], passages: list[tuple[int, int]], n_tokens: int, budget: int, k: int) -> list[tuple[int, int]]:
+    """The content spans of at most `k` windows of `budget` tokens, one centred on each of the
+    best passages (`ranked`: passage indices, best first) that no window chosen before holds
+    already, in text order."""
+    chosen: list[tuple[int, int]] = []
+    for p in ranked:
+        a, b = passages[p]
+        if any(s <= a and b <= e for s, e in chosen):
+            continue
+        start = max(0, min(n_tokens - budget, (a + b) // 2 - budget // 2))
+        chosen.append((start, min(n_tokens, start + budget)))
+        if len(chosen) == k:
+            break
+    return sorted(chosen)
+
+
+def fused_ranking(dense: torch.Tensor, lexical, rrf_k: int = RRF_K) -> list[int]:
+    """Passage indices, best first, by reciprocal-rank fusion of the dense similarities and
+    the BM25 scores (`lexical`, None: dense alone); ties by position in the text. A passage
+    without any of the question's words has no BM25 rank (its zero says nothing)."""
+    n = dense.numel()
+    score = [0.0] * n
+    similarity = dense.tolist()
+    for rank, p in enumerate(sorted(range(n), key=lambda i: (-similarity[i], i))):
+        score[p] += 1.0 / (rrf_k + rank + 1)
+    if lexical is not None:
+        words = [float(x) for x in lexical]
+        for rank, p in enumerate(sorted((i for i in range(n) if words[i] > 0), key=lambda i: (-words[i], i))):
+            score[p] += 1.0 / (rrf_k + rank + 1)
+    return sorted(range(n), key=lambda i: (-score[i], i))
+
+
+def _bm25_index(texts: list[str]):
+    """A BM25 index of the passages' words (bm25s; English stop words left out), or None when
+    no passage has a word it indexes."""
+    import bm25s  # lazy: numpy and bm25s load only for a document that retrieval reads
+
+    tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+    if not tokens.vocab:
+        return None
+    index = bm25s.BM25()
+    index.index(tokens, show_progress=False)
+    return index
+
+
+def bm25_scores(index, question: str):
+    import bm25s  # lazy: as _bm25_index
+
+    words = bm25s.tokenize([question], stopwords="en", show_progress=False, return_ids=False)[0]
+    known = [w for w in words if w in index.vocab_dict]
+    return index.get_scores(known) if known else None
+
+
+class Retriever:
+    """The passages of texts and the ranking of a question's passages (module doc). The
+    encoder loads on the first text long enough to need it, on the reader's device and dtype."""
+
+    def __init__(self, encoder: str, reader_tokenizer: DocumentTokenizer, *, device, dtype,
+                 passage_tokens: int = PASSAGE_TOKENS, top_windows: int = TOP_WINDOWS, cache_dir: str | None = None,
+                 reader_fingerprint: str = ""):
+        self.encoder_name, self.reader_tok = encoder, reader_tokenizer
+        self.device, self.dtype = device, dtype
+        # a passage is at most half a window, so the window around it holds it beside any question
+        self.passage_tokens, self.top_windows = min(passage_tokens, reader_tokenizer.max_length // 2), top_windows
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.reader_fingerprint = reader_fingerprint
+        self.kept: OrderedDict[str, Passages] = OrderedDict()
+        self.model = self.embedder = None
+        self.texts_embedded = 0  # texts whose passages this job embedded (not found kept or cached)
+
+    def _load(self) -> None:
+        folder = resolve_model(self.encoder_name)
+        self.model = ARCHITECTURES[ENCODER].from_pretrained(folder, dtype=self.dtype, device=self.device)
+        self.model.eval()
+        tok = DocumentTokenizer.from_folder(tokenizer_folder(folder), min(ENCODER_MAX_LENGTH, self.model.config.max_tokens))
+        meta = self.model.config.extra.get("lfcli") or {}
+        self.embedder = EmbedTask(tok, "cls", pooling=meta.get("pooling", "mean"), normalize=True)
+        self.embedder.setup(self.model, None)
+        self.fingerprint = base_fingerprint(self.encoder_name, folder)
+
+    def vectors(self, texts: list[str]) -> torch.Tensor:
+        """Unit vectors of `texts` (n, hidden), float32 on the CPU."""
+        if self.model is None:
+            self._load()
+        docs = [Document(str(i), t if t.strip() else ".") for i, t in enumerate(texts)]
+        with torch.inference_mode():
+            rows = predict_rows(self.model, self.embedder, docs, self.model.config.pad_token_id)
+        return torch.tensor([row["embedding"] for row in rows], dtype=torch.float32)
+
+    def passages(self, text: str, encoded) -> Passages:
+        """The text's passages: kept from an earlier question, read from the cache folder, or
+        embedded now (and kept, and written to the cache folder)."""
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        if key in self.kept:
+            self.kept.move_to_end(key)
+            return self.kept[key]
+        offsets, n = encoded.offsets, len(encoded.ids)
+        spans = passage_spans(n, self.passage_tokens)
+        texts = [text[offsets[a][0]:offsets[b - 1][1]] for a, b in spans]
+        vectors = self._from_cache(key, spans)
+        if vectors is None:
+            if n > 50_000:
+                note(f"embedding {len(spans):,} passages of a {n:,}-token document for retrieval "
+                     f"(once a text{'; kept in ' + str(self.cache_dir) if self.cache_dir else '; --cache DIR keeps them for later jobs'})")
+            vectors = self.vectors(texts)
+            self.texts_embedded += 1
+            self._to_cache(key, spans, vectors)
+        found = Passages(spans, vectors, _bm25_index(texts))
+        self.kept[key] = found
+        while len(self.kept) > KEPT_TEXTS:
+            self.kept.popitem(last=False)
+        return found
+
+    def windows(self, text: str, encoded, question: str, whole: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+        """The content spans a question reads of a text: the whole read's `whole` where it has
+        no more than `top_windows` windows, else windows of `budget` tokens around the
+        question's best passages."""
+        if len(whole) <= self.top_windows:
+            return whole
+        found = self.passages(text, encoded)
+        q = self.vectors([question])[0]
+        ranked = fused_ranking(found.vectors @ q, None if found.bm25 is None else bm25_scores(found.bm25, question))
+        return reading_spans(ranked, found.spans, len(encoded.ids), budget, self.top_windows)
+
+    # -- the cache folder -------------------------------------------------------------------------
+    def _cache_path(self, key: str) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        if self.model is None:
+            self._load()
+        tag = hashlib.sha256(json.dumps([CACHE_VERSION, self.fingerprint, self.reader_fingerprint,
+                                         self.passage_tokens]).encode()).hexdigest()[:16]
+        return self.cache_dir / f"{key}-{tag}.safetensors"
+
+    def _from_cache(self, key: str, spans: list[tuple[int, int]]) -> torch.Tensor | None:
+        path = self._cache_path(key)
+        if path is None or not path.is_file():
+            return None
+        from safetensors.torch import load_file  # lazy: only with --cache
+
+        try:
+            saved = load_file(str(path))
+        except Exception:  # a torn or foreign file: embed again, and write it anew
+            return None
+        if saved.get("spans") is None or saved["spans"].tolist() != [list(s) for s in spans]:
+            return None
+        return saved["vectors"].float()
+
+    def _to_cache(self, key: str, spans, vectors: torch.Tensor) -> None:
+        path = self._cache_path(key)
+        if path is None:
+            return
+        from safetensors.torch import save_file  # lazy: only with --cache
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            save_file({"spans": torch.tensor(spans, dtype=torch.int64).reshape(-1, 2), "vectors": vectors.contiguous()},
+                      str(tmp))
+            os.replace(tmp, path)  # whole or not at all: a killed job leaves no torn file
+        except OSError as exc:
+            raise InputError(f"--cache {self.cache_dir}: cannot write the passage vectors ({exc})") from None
+
+
+def reader_fingerprint(tok: DocumentTokenizer) -> str:
+    """The reader's tokenizer, as the passages' token spans depend on it."""
+    return hashlib.sha256(tok.tokenizer.to_str().encode("utf-8")).hexdigest()[:16]
+
+
+def encoder_of(config) -> str:
+    """The sentence encoder retrieval uses for a QA model: its adapter's (or delta's) base, the
+    bundled embedding model of its tier; else the bundled default embedding model."""
+    block = config.extra.get("lfcli") or {}
+    base = (block.get("adapter") or {}).get("base") or (block.get("delta") or {}).get("base")
+    return base or DEFAULT_MODEL

@@ -1,0 +1,194 @@
+"""Many questions over one document, and retrieve-then-read (pipelines/tasks/qa/questions.py,
+retrieve.py): the rows a user gets, the windows each question reads, the passages found once a
+text, --cache, --resume, and bad input. Real (tiny, random-weight) checkpoints, no mocks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from checkpoints import task_checkpoints
+from lfcli.cli import app
+from lfcli.pipelines.infer.runner import Pipeline
+from lfcli.pipelines.io.readers import Document
+from lfcli.pipelines.tasks.qa.retrieve import TOP_WINDOWS, fused_ranking, passage_spans, reading_spans
+
+runner = CliRunner()
+
+LONG = " ".join(f"Chapter {k}. The court held that the contract was void, and the tenant left the house." for k in range(120))
+NEEDLE = "The passkey is 7351. Remember it."
+
+
+@pytest.fixture(scope="module")
+def ckpts(tmp_path_factory):
+    return task_checkpoints(tmp_path_factory.mktemp("ckpt"))
+
+
+def rows_of(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def qa(ckpts, *args):
+    return runner.invoke(app, ["qa", *map(str, args), "-m", str(ckpts["qa"]), "--retriever", str(ckpts["embed"]),
+                               "--max-length", "64", "--quiet"])
+
+
+# -- the parts ---------------------------------------------------------------------------------
+def test_passages_cover_the_text_side_by_side():
+    assert passage_spans(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert passage_spans(3, 4) == [(0, 3)]
+
+
+def test_reading_spans_centre_a_window_on_each_best_passage_once():
+    passages = passage_spans(100, 10)
+    # passage 5 first; passage 6 lies inside the window around 5; then passage 0 (clamped at the start)
+    spans = reading_spans([5, 6, 0, 9], passages, 100, 30, k=2)
+    assert spans == [(0, 30), (40, 70)]
+    assert reading_spans([9], passages, 100, 30, k=4) == [(70, 100)]  # clamped at the end
+    assert reading_spans([0, 1], passage_spans(20, 10), 20, 30, k=4) == [(0, 20)]  # shorter than a window
+
+
+def test_fusion_puts_a_passage_both_rankings_like_first():
+    dense = torch.tensor([0.9, 0.1, 0.8, 0.2, 0.3])
+    assert fused_ranking(dense, None) == [0, 2, 4, 3, 1]
+    # second in both beats first in one and last in the other
+    assert fused_ranking(dense, [0.0, 5.0, 4.0, 1.0, 2.0])[0] == 2
+
+
+# -- retrieve and the whole read held together ------------------------------------------------------
+def test_a_one_window_document_gets_the_same_answer_either_way(ckpts):
+    doc = Document("a", "The court held that the contract was void because the seller had concealed the defect.")
+    rows = {read: list(Pipeline("qa", ckpts["qa"], question="Why was the contract void?", read=read,
+                                retriever=ckpts["embed"]).run([doc])) for read in ("retrieve", "all")}
+    assert rows["retrieve"] == rows["all"] and "error" not in rows["all"][0]
+
+
+def test_a_document_within_k_windows_reads_every_window_either_way(ckpts):
+    text = " ".join(LONG.split()[:120])  # a few windows of 64 tokens, at most k
+    pipes = {read: Pipeline("qa", ckpts["qa"], question="Who left?", read=read, retriever=ckpts["embed"], max_length=64)
+             for read in ("retrieve", "all")}
+    rows = {read: list(p.run([Document("a", text)])) for read, p in pipes.items()}
+    assert rows["retrieve"] == rows["all"]
+    assert TOP_WINDOWS >= pipes["retrieve"].stats.windows == pipes["all"].stats.windows > 1
+
+
+def test_retrieval_reads_k_windows_of_a_long_document_and_finds_the_needle(ckpts):
+    words = LONG.split()
+    text = " ".join(words[: len(words) // 2] + NEEDLE.split() + words[len(words) // 2:])
+    pipes = {read: Pipeline("qa", ckpts["qa"], question="What is the passkey?", read=read, retriever=ckpts["embed"],
+                            max_length=64) for read in ("retrieve", "all")}
+    rows = {read: list(p.run([Document("a", text)]))[0] for read, p in pipes.items()}
+    assert pipes["all"].stats.windows > 3 * TOP_WINDOWS
+    assert pipes["retrieve"].stats.windows == TOP_WINDOWS
+    # the words "passkey" only the needle's passage holds: BM25 ranks it first, so a window reads it
+    task = pipes["retrieve"].task
+    encoded = task.encode(text)
+    spans = task.retriever.windows(text, encoded, "What is the passkey?", [(0, len(encoded.ids))] * 99,
+                                   task.tok.content_budget(8))
+    read = [text[encoded.offsets[a][0]:encoded.offsets[b - 1][1]] for a, b in spans]
+    assert any("7351" in w for w in read)
+    assert 0.0 <= rows["retrieve"]["score"] <= 1.0
+
+
+# -- many questions ---------------------------------------------------------------------------------
+def test_several_questions_give_a_row_per_document_and_question_in_order(ckpts, tmp_path):
+    (tmp_path / "a.txt").write_text(LONG)
+    (tmp_path / "b.txt").write_text("The court held that the contract was void.")
+    r = qa(ckpts, tmp_path, "-q", "Who left?", "-q", "What was void?")
+    assert r.exit_code == 0, r.output
+    rows = rows_of(r.stdout)
+    assert [(x["id"], x["question_id"], x["question"]) for x in rows] == [
+        ("a.txt", "q1", "Who left?"), ("a.txt", "q2", "What was void?"),
+        ("b.txt", "q1", "Who left?"), ("b.txt", "q2", "What was void?")]
+    one = rows_of(qa(ckpts, tmp_path / "b.txt", "-q", "What was void?").stdout)
+    assert "question_id" not in one[0] and one[0]["answer"] == rows[3]["answer"]  # one -q: rows as ever
+
+
+def test_a_questions_file_of_lines_or_jsonl(ckpts, tmp_path):
+    doc = tmp_path / "a.txt"
+    doc.write_text("The court held that the contract was void.")
+    (tmp_path / "q.txt").write_text("Who held it?\n\nWhat was void?\n")
+    (tmp_path / "q.jsonl").write_text('{"id": "x7", "question": "Who held it?"}\n{"question": "What was void?"}\n')
+    lines = rows_of(qa(ckpts, doc, "--questions", tmp_path / "q.txt").stdout)
+    assert [(x["question_id"], x["question"]) for x in lines] == [("q1", "Who held it?"), ("q2", "What was void?")]
+    records = rows_of(qa(ckpts, doc, "-q", "Where?", "--questions", tmp_path / "q.jsonl").stdout)
+    assert [x["question_id"] for x in records] == ["q1", "x7", "q3"]
+    assert [x["answer"] for x in records[1:]] == [x["answer"] for x in lines]
+
+
+@pytest.mark.parametrize("content, code, words", [
+    (None, 1, "cannot read the questions file"),
+    ("\n\n", 1, "holds no question"),
+    ('{"id": "1", "question": "Who?"}\n{"id": "1", "question": "What?"}\n', 1, "given twice"),
+    ('{"id": "1", "question": ""}\n', 1, "no 'question'"),
+    ('{"id": "1", "question": "Who?"}\nnot json\n', 1, "line 2 is not a JSON object"),
+])
+def test_a_bad_questions_file_is_one_line_and_exit_1(ckpts, tmp_path, content, code, words):
+    doc = tmp_path / "a.txt"
+    doc.write_text("The court held that the contract was void.")
+    path = tmp_path / "q.txt"
+    if content is not None:
+        path.write_text(content)
+    r = qa(ckpts, doc, "--questions", path)
+    assert r.exit_code == code, r.output
+    assert words in r.output and "Traceback" not in r.output and r.stdout.strip() == ""
+
+
+def test_an_empty_question_is_usage(ckpts, tmp_path):
+    doc = tmp_path / "a.txt"
+    doc.write_text("The court held that the contract was void.")
+    for args in (("-q", ""), ("-q", "Who?", "-q", "  ")):
+        r = qa(ckpts, doc, *args)
+        assert r.exit_code == 2 and "--question is empty" in r.output, r.output
+
+
+def test_resume_finishes_the_questions_a_killed_job_left(ckpts, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text(LONG)
+    (docs / "b.txt").write_text("The court held that the contract was void.")
+    out = tmp_path / "out.jsonl"
+    args = (docs, "-q", "Who left?", "-q", "What was void?", "-q", "Where?", "-o", out)
+    assert qa(ckpts, *args).exit_code == 0
+    full = out.read_text().splitlines()
+    out.write_text("\n".join(full[:4]) + "\n" + full[4][:20])  # killed in the middle of the fifth row
+    r = qa(ckpts, *args, "--resume")
+    assert r.exit_code == 0, r.output
+    assert out.read_text().splitlines() == full
+
+
+def test_a_text_is_embedded_once_a_job_and_once_with_a_cache(ckpts, tmp_path):
+    text = LONG
+    docs = [Document("a", text, fields={"question": "Who left?"}), Document("b", text, fields={"question": "What?"})]
+    pipe = Pipeline("qa", ckpts["qa"], read="retrieve", retriever=ckpts["embed"], max_length=64, cache=str(tmp_path / "c"))
+    first = list(pipe.run(docs))
+    assert pipe.task.retriever.texts_embedded == 1 and len(list((tmp_path / "c").iterdir())) == 1
+    again = Pipeline("qa", ckpts["qa"], read="retrieve", retriever=ckpts["embed"], max_length=64, cache=str(tmp_path / "c"))
+    assert list(again.run(docs)) == first
+    assert again.task.retriever.texts_embedded == 0  # read from the cache folder
+
+
+def test_read_and_retriever_are_checked_before_anything_runs(ckpts, tmp_path):
+    doc = tmp_path / "a.txt"
+    doc.write_text("The court held.")
+    r = runner.invoke(app, ["qa", str(doc), "-q", "Who?", "-m", str(ckpts["qa"]), "--read", "some"])
+    assert r.exit_code == 2 and "--read 'some'" in r.output
+    r = runner.invoke(app, ["qa", str(doc), "-q", "Who?", "-m", str(ckpts["qa"]), "--retriever", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "--retriever" in r.output
+
+
+def test_every_entry_point_takes_strings_dicts_and_documents(ckpts):
+    import lfcli
+
+    doc = "The court held that the contract was void."
+    pipe = lfcli.Pipeline("qa", str(ckpts["qa"]))
+    as_dict = list(pipe.run([{"id": "d1", "text": doc, "question": "What was void?"}]))
+    as_document = list(pipe.run([Document("d1", doc, fields={"question": "What was void?"})]))
+    assert as_dict == as_document and as_dict[0]["id"] == "d1" and "error" not in as_dict[0]
+    assert list(pipe.run([doc], on_error="skip"))[0]["id"] == "0"  # a string's id is its position (no question: error row)
+    many = lfcli.qa([doc], model=str(ckpts["qa"]), question=["What was void?", "Who held it?"])
+    assert [(r["id"], r["question_id"]) for r in many] == [("0", "q1"), ("0", "q2")]
+    assert many[0]["answer"] == as_dict[0]["answer"]
