@@ -6,8 +6,8 @@ benchmarks/book_qa.json (asked of their whole books, LitBank's original texts in
 ../shared/data/litbank/original), the share of questions for which one of the k windows read
 holds one of the gold answers (white space collapsed): the reader can be right only then.
 Per passage size, k, and ranking (dense: the tier's sentence encoder; bm25: bm25s; fused:
-reciprocal-rank fusion of the two, what lfcli uses), separately for the "fit" works, on
-which the defaults are chosen, and the "report" works.
+reciprocal-rank fusion of the two, BM25's ranks weighted 1, 2 or 3: lfcli uses 3), separately
+for the "fit" works, on which the defaults are chosen, and the "report" works.
 
 The reader's top-1 at a given k is eval_book_qa.py's (`--read retrieve --top-windows K`).
 
@@ -29,6 +29,7 @@ import eval_book_qa  # noqa: E402
 
 KS = (1, 2, 4, 8, 12, 16, 24, 32)
 RANKINGS = ("dense", "bm25", "fused")
+WEIGHTS = (2.0, 3.0)  # fused with BM25's ranks counted this many times: "fused x2", "fused x3"
 
 
 def rankings(retriever, found, question: str) -> dict[str, list[int]]:
@@ -39,7 +40,8 @@ def rankings(retriever, found, question: str) -> dict[str, list[int]]:
     lexical = None if found.bm25 is None else retrieve.bm25_scores(found.bm25, question)
     n = dense.numel()
     out = {"dense": sorted(range(n), key=lambda i: (-float(dense[i]), i)),
-           "fused": retrieve.fused_ranking(dense, lexical)}
+           "fused": retrieve.fused_ranking(dense, lexical, lexical_weight=1.0),
+           **{f"fused x{w:g}": retrieve.fused_ranking(dense, lexical, lexical_weight=w) for w in WEIGHTS}}
     out["bm25"] = (sorted(range(n), key=lambda i: (-float(lexical[i]), i)) if lexical is not None else list(range(n)))
     return out
 
@@ -65,7 +67,8 @@ def main(argv=None) -> dict:
     info = common.machine_info(common.resolve_device("cpu"))
     results = {"model": args.model, "machine": info, "questions": len(questions), "curves": {}}
     sizes = [int(s) for s in args.sizes.split(",")]
-    hits = {(size, r, part, k): 0 for size in sizes for r in RANKINGS for part in ("fit", "report") for k in KS}
+    names = RANKINGS + tuple(f"fused x{w:g}" for w in WEIGHTS)
+    hits = {(size, r, part, k): 0 for size in sizes for r in names for part in ("fit", "report") for k in KS}
     counts = {"fit": 0, "report": 0}
     for book in dict.fromkeys(q["book"] for q in questions):
         text = (books_dir / book).read_text(encoding="utf-8")
@@ -94,7 +97,7 @@ def main(argv=None) -> dict:
     print("| passage tokens | ranking | works | " + " | ".join(f"k={k}" for k in KS) + " |")
     print("| ---: | --- | --- | " + " | ".join("---:" for _ in KS) + " |")
     for size in sizes:
-        for name in RANKINGS:
+        for name in names:
             for part in ("fit", "report"):
                 row = [hits[(size, name, part, k)] / max(1, counts[part]) for k in KS]
                 results["curves"][f"{size}/{name}/{part}"] = dict(zip(map(str, KS), row))

@@ -30,6 +30,9 @@ BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder", "tr
 # Quality evaluations: their full runs take from minutes to hours (cv_classify trains k
 # models), so they run with --quick, or in full when named in --only.
 EVALUATIONS = ("eval_qa", "eval_coref", "eval_zeroshot", "eval_retrieval", "cv_classify")
+# GPU-only: run where torch sees CUDA, else skipped with the reason said (gpu_check.py measures
+# the lent GPU machine; here it would only stop on "no CUDA device").
+GPU_ONLY = ("gpu_check",)
 TRITON_WINDOWS = (128, 256, 512, 1024)
 TRITON_N = 16384
 TRITON_BLOCKS = ((64, 32), (64, 64), (128, 64), (128, 128))
@@ -86,6 +89,12 @@ def triton_work_efficiency() -> dict | None:
     return {"n": TRITON_N, "values": table}
 
 
+def gpu_here() -> bool:
+    import torch  # lazy: as common, only when a GPU-only benchmark is due
+
+    return torch.cuda.is_available()
+
+
 def run_one(name: str, flags: list[str], json_path: Path) -> dict:
     """Run benchmarks/<name>.py in its own process (so that a crash or the OOM killer stops
     only that benchmark, and no state such as compiled graphs leaks between them), echoing
@@ -119,8 +128,9 @@ def main(argv=None) -> dict:
     args = p.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    names = args.only.split(",") if args.only else list(BENCHMARKS) + (list(EVALUATIONS) if args.quick else [])
-    unknown = set(names) - set(BENCHMARKS + EVALUATIONS)
+    names = (args.only.split(",") if args.only
+             else list(BENCHMARKS) + (list(EVALUATIONS) if args.quick else []) + list(GPU_ONLY))
+    unknown = set(names) - set(BENCHMARKS + EVALUATIONS + GPU_ONLY)
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
 
@@ -131,6 +141,11 @@ def main(argv=None) -> dict:
     with contextlib.redirect_stdout(Tee(sys.stdout, report)):
         print(f"lfcli benchmarks ({results['mode']}), load average {results['load_average_start']}, output in {out}")
         for name in names:
+            if name in GPU_ONLY and not gpu_here():
+                print(f"[{name}: skipped: no CUDA GPU on this machine; it runs on a GPU machine "
+                      f"(python benchmarks/{name}.py --prepare here, then the check there)]", flush=True)
+                results["benchmarks"][name] = {"skipped": "no CUDA GPU on this machine"}
+                continue
             flags = ["--json", str(out / f"{name}.json")] + (["--quick"] if args.quick else [])
             if name in BENCHMARKS:  # the evaluations take only --quick and --json
                 flags += ["--device", args.device]

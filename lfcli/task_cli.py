@@ -81,7 +81,7 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
         pipe = Pipeline(task, **pipe_opts)
         writer.set_schema(pipe.task.schema())
         closing = spec.report() if spec.report is not None and not quiet and sys.stderr.isatty() else None
-        with progress_reporter(quiet) as report:
+        with progress_reporter(quiet, total=_total_rows(inputs, read, spec, pipe_opts, len(already_done), quiet)) as report:
             for row in pipe.run(docs, skip_ids=already_done, on_error=on_error, progress=report):
                 if first_error is None and row.get("error"):
                     first_error = row["error"]
@@ -91,6 +91,20 @@ def _run_task(task: str, inputs: list[str], output: str | None, model: str | Non
     for line in closing.lines() if closing is not None else ():
         typer.echo(f"lfcli: {line}", err=True)
     _finish(pipe.stats, len(already_done), first_error, quiet, options["partial_ok"])
+
+def _total_rows(inputs: list[str], read: dict, spec, pipe_opts: dict, already: int, quiet: bool) -> int | None:
+    """The rows the job will still write, when cheap to know and a progress bar shows it: the
+    inputs' documents (io/counts.py) times the pair texts asked of each (qa's questions), less
+    those already in a resumed output."""
+    if quiet or not sys.stderr.isatty():
+        return None
+    from lfcli.pipelines.io.counts import count_documents  # lazy: pyarrow, only for a terminal's bar
+
+    docs = count_documents(inputs, glob=read["glob"], input_format=read["input_format"])
+    if docs is None:
+        return None
+    return max(0, docs * len(spec.asked(pipe_opts) or [None]) - already) or None
+
 
 def _page_of(task: str, docs, record: dict, output: str):
     """(`docs` passed on with each one's text kept, the function that draws the page of the

@@ -9,7 +9,8 @@ import time
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 
 from .wording import plural
 
@@ -63,17 +64,20 @@ def live_words(stats, now: float) -> tuple[str, str]:
 
 
 @contextmanager
-def progress_reporter(quiet: bool = False, stream=None):
+def progress_reporter(quiet: bool = False, stream=None, total: int | None = None):
     """Yield a callback taking runner.Stats (called after each batch of windows and each
     document); draws a rich progress line (live_words) when `stream` (default stderr) is a
-    terminal and not quiet, else does nothing."""
+    terminal and not quiet, else does nothing. `total`: the rows the job will write, when
+    known (io/counts.py): a bar, "done/total" and the time left."""
     stream = stream if stream is not None else sys.stderr
     if quiet or not stream.isatty():
         yield lambda stats: None
         return
 
+    known = [BarColumn(bar_width=24), MofNCompleteColumn(), TextColumn("ETA"), TimeRemainingColumn()] if total else []
     progress = Progress(
         SpinnerColumn(),
+        *known,
         TextColumn("{task.fields[done]}"),
         TextColumn("{task.fields[rates]}"),
         TextColumn("{task.fields[errors]}"),
@@ -82,7 +86,7 @@ def progress_reporter(quiet: bool = False, stream=None):
         transient=False,
     )
     with progress:
-        task = progress.add_task("lfcli", total=None, done="0 docs", rates="", errors="")
+        task = progress.add_task("lfcli", total=total or None, done="0 docs", rates="", errors="")
         last = [0.0]
 
         def report(stats):

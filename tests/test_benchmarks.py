@@ -241,3 +241,13 @@ def test_every_benchmark_answers_help_and_takes_quick(script):
     r = subprocess.run([sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "--quick" in r.stdout, f"{script}: no --quick in its --help"
+
+
+def test_run_all_skips_the_gpu_check_without_a_gpu_saying_why(tmp_path, capsys):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here: the GPU check would run")
+    res = run_all.main(["--only", "gpu_check", "--out", str(tmp_path)])
+    assert res["benchmarks"]["gpu_check"] == {"skipped": "no CUDA GPU on this machine"}
+    assert "gpu_check: skipped: no CUDA GPU" in capsys.readouterr().out

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BENCH_README = ROOT / "benchmarks" / "README.md"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# The pages the README's Documentation table links: one a task, and the shared details.
+DOC_PAGES = sorted(p for p in (ROOT / "docs").glob("*.md") if p != ARCHITECTURE)
 CARDS_DIR = ROOT / "lfcli" / "data" / "models"
 runner = CliRunner()
 
@@ -36,7 +38,7 @@ def _card_paths() -> list[Path]:
 
 
 def _docs_with_commands() -> list[Path]:
-    return [README, ARCHITECTURE, *_card_paths()]
+    return [README, ARCHITECTURE, *DOC_PAGES, *_card_paths()]
 
 
 def _fenced_blocks(text: str) -> list[tuple[str, str]]:
@@ -192,7 +194,8 @@ def _links(path: Path) -> list[str]:
     return re.findall(r"\]\(([^)\s]+)\)", text)
 
 
-@pytest.mark.parametrize("doc", [README, BENCH_README, ARCHITECTURE, *_card_paths()], ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("doc", [README, BENCH_README, ARCHITECTURE, *DOC_PAGES, *_card_paths()],
+                         ids=lambda p: str(p.relative_to(ROOT)))
 def test_links_and_anchors_resolve(doc):
     bad = []
     for target in _links(doc):
@@ -527,3 +530,15 @@ def test_the_coref_models_headline_is_its_metrics_json():
     for figure in (f"{speed['litbank_dev_docs_per_minute_bf16']:.0f} documents per minute in bf16",
                    f"{speed['litbank_dev_docs_per_minute_fp32']:.0f} in fp32", speed["date"]):
         assert figure in card_speed, f"the card's Speed does not give {figure!r}"
+
+
+def test_the_readme_is_short_and_links_every_doc_page():
+    """The README answers the common questions (set-up, a cookbook, the commands, the models)
+    and links a page for the rest; every page under docs/ is linked from it."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text) < 30_000, f"README.md is {len(text):,} characters: move details to docs/"
+    for heading in ("## Set-up (two commands)", "## Cookbook", "## Commands", "## Models", "## Documentation",
+                    "## Tests and their data"):
+        assert f"\n{heading}\n" in text, heading
+    for page in DOC_PAGES + [ARCHITECTURE]:
+        assert f"(docs/{page.name})" in text, f"the README links no docs/{page.name}"

@@ -47,3 +47,28 @@ def test_the_live_line_says_the_windows_run_within_a_document():
     with progress_reporter(stream=stream) as report:
         report(Stats(docs=0, windows=7, windows_queued=20, tokens_run=1_000, started=now))
     assert "0 docs  7/20 windows (35%)" in stream.getvalue()
+
+
+def test_a_job_of_known_size_counts_its_documents_for_a_total(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lfcli.pipelines.io.counts import count_documents
+
+    (tmp_path / "a.txt").write_text("one")
+    (tmp_path / "b.jsonl").write_text('{"text": "x"}\n\n{"text": "y"}\n')
+    pq.write_table(pa.table({"text": ["p", "q", "r"]}), tmp_path / "c.parquet")
+    assert count_documents([tmp_path]) == 1 + 2 + 3
+    assert count_documents([tmp_path / "c.parquet", tmp_path / "a.txt"]) == 4
+    assert count_documents(["-"]) is None and count_documents([tmp_path / "missing"]) is None
+
+
+def test_the_bar_shows_the_total_and_time_left_on_a_terminal():
+    from lfcli.pipelines.infer.runner import Stats
+
+    out = Terminal()
+    with progress_reporter(stream=out, total=10) as report:
+        stats = Stats(started=time.perf_counter() - 2.0, docs=4, tokens=400)
+        report(stats)
+    text = out.getvalue()
+    assert "4/10" in text and "ETA" in text

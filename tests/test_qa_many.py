@@ -54,8 +54,10 @@ def test_reading_spans_centre_a_window_on_each_best_passage_once():
 def test_fusion_puts_a_passage_both_rankings_like_first():
     dense = torch.tensor([0.9, 0.1, 0.8, 0.2, 0.3])
     assert fused_ranking(dense, None) == [0, 2, 4, 3, 1]
-    # second in both beats first in one and last in the other
-    assert fused_ranking(dense, [0.0, 5.0, 4.0, 1.0, 2.0])[0] == 2
+    # equal weights: second in both beats first in one and last in the other
+    assert fused_ranking(dense, [0.0, 5.0, 4.0, 1.0, 2.0], lexical_weight=1.0)[0] == 2
+    # lfcli's weights (BM25 three times): BM25's first wins
+    assert fused_ranking(dense, [0.0, 5.0, 4.0, 1.0, 2.0])[0] == 1
 
 
 # -- retrieve and the whole read held together ------------------------------------------------------
@@ -192,3 +194,13 @@ def test_every_entry_point_takes_strings_dicts_and_documents(ckpts):
     many = lfcli.qa([doc], model=str(ckpts["qa"]), question=["What was void?", "Who held it?"])
     assert [(r["id"], r["question_id"]) for r in many] == [("0", "q1"), ("0", "q2")]
     assert many[0]["answer"] == as_dict[0]["answer"]
+
+
+def test_retrieval_starts_inside_a_callers_inference_mode(ckpts):
+    """The encoder loads on the first long text, wherever that comes: inside torch.inference_mode
+    too (benchmarks/eval_book_qa.py asks from there)."""
+    pipe = Pipeline("qa", ckpts["qa"], question="Who left?", read="retrieve", retriever=ckpts["embed"], max_length=64)
+    with torch.inference_mode():
+        rows = list(pipe.run([Document("a", LONG)]))
+    assert "error" not in rows[0] and pipe.stats.windows == TOP_WINDOWS
+    assert list(pipe.run([Document("a", LONG)])) == rows

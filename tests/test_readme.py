@@ -33,7 +33,7 @@ def test_python_blocks_run_as_pasted(monkeypatch, tmp_path):
 
     if bundled_available(DEFAULT_MODEL) is not None:
         pytest.skip(f"bundled model unavailable: {bundled_available(DEFAULT_MODEL)}")
-    blocks = _blocks(README, "python")
+    blocks = _blocks(README, "python") + _blocks((ROOT / "docs" / "python.md").read_text(encoding="utf-8"), "python")
     assert blocks
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     monkeypatch.chdir(tmp_path)
@@ -110,15 +110,17 @@ def test_the_set_up_can_be_followed_literally_in_the_order_it_is_read():
 
 
 def _readme_commands() -> list[str]:
-    """Every `lfcli ...` command line of the README: in its bash blocks (comments cut off) and
-    in its tables' `made by` cells."""
+    """Every `lfcli ...` command line of the README and its docs/ pages: in their bash blocks
+    (comments cut off) and in their tables' `made by` cells."""
     lines = []
-    for block in _blocks(README, "bash"):
-        for line in block.splitlines():
-            for command in re.split(r"\s#\s", line)[0].split("&&"):  # set-up lines chain commands
-                if command.strip().startswith("lfcli "):
-                    lines.append(command.strip())
-    lines += re.findall(r"\| `(lfcli [^`|]+)` \|", README)
+    texts = [README] + [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))]
+    for text in texts:  # the README and the pages it links (docs/)
+        for block in _blocks(text, "bash"):
+            for line in block.splitlines():
+                for command in re.split(r"\s#\s", line)[0].split("&&"):  # set-up lines chain commands
+                    if command.strip().startswith("lfcli "):
+                        lines.append(command.strip())
+        lines += re.findall(r"\| `(lfcli [^`|]+)` \|", text)
     return lines
 
 

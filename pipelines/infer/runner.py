@@ -143,6 +143,11 @@ def _check_room(tok: DocumentTokenizer, spec: TaskSpec, pair_texts: list[str] | 
     if tok.max_length < need:
         what = plural(special, "special token") + (
             f" and a {q}-token {spec.pair} (at most half a window)" if q else f" and a {spec.pair}" if paired else "")
+        if q and 2 * q >= need:  # the pair text itself is too long: longer windows are a poor cure
+            raise UsageError(f"the {spec.pair} has {q} tokens, more than half of a {tok.max_length}-token window; "
+                             f"shorten it (to at most {tok.max_length // 2} tokens). --max-length {need} would "
+                             f"fit it, but a model trained on {tok.max_length}-token windows answers worse in longer "
+                             "ones (its card says how much)")
         raise UsageError(f"windows of {plural(tok.max_length, 'token')} leave no room for the document beside {what}; "
                          f"use --max-length {need} or more")
 

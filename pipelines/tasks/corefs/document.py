@@ -34,6 +34,7 @@ from .chains import Entity, Span
 from .entities import TITLES, MentionReader, Name, Profile, is_nominal
 from .full_names import name_within
 from .name_passes import run_passes
+from .switches import on
 
 
 class DocumentEntities:
@@ -159,15 +160,30 @@ class DocumentEntities:
         """A chain's representative name: its most frequent proper-name mention, else its most
         frequent short noun phrase (entities.is_nominal; possessive 's left out), else None."""
         texts = [(self.reader.mention(*m), self.reader.text_of(*m)) for m in mentions]
-        for wanted in (lambda x, t: x.name is not None and is_nominal(t),  # not "US" set in capitals for "us"
-                       lambda x, t: not x.kind and not x.person and is_nominal(t)):
-            found = Counter(_without_possessive(t) for x, t in texts if wanted(x, t))
-            if found:
-                return found.most_common(1)[0][0]
-        return None
+        names, phrases = (Counter(_without_possessive(t) for x, t in texts if wanted(x, t))
+                          for wanted in (lambda x, t: x.name is not None and is_nominal(t),  # not "US" for "us"
+                                         lambda x, t: not x.kind and not x.person and is_nominal(t)))
+        return title_of(names, phrases, rare_names=self.rules and on("rare_names"))
 
 
+RARE_NAME = 3  # a name said fewer times than this ...
+PHRASE_OVER_NAME = 5  # ... titles no chain whose commonest noun phrase is said this many times as often
 FULL_NAME_AGAIN = 2  # a full name two chains each say this often: one person, whatever their quotes say
+
+
+def title_of(names: Counter, phrases: Counter, rare_names: bool = True) -> str | None:
+    """A chain's name from the counts of its proper names and its noun phrases: the commonest
+    name, else the commonest phrase; but (rare_names) a name said fewer than RARE_NAME times
+    gives way to a phrase said PHRASE_OVER_NAME times as often ("GNU" twice beside "this
+    License" fifty times)."""
+    if names and phrases and rare_names:
+        (_, said), (phrase, called) = names.most_common(1)[0], phrases.most_common(1)[0]
+        if said < RARE_NAME and called >= PHRASE_OVER_NAME * said:
+            return phrase
+    for found in (names, phrases):
+        if found:
+            return found.most_common(1)[0][0]
+    return None
 
 
 def chain_spans(row: dict) -> list[list[tuple[int, int]]]:

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ...view.chain_titles import usable_title
+from .cleanup import speech_quotes
 from .name_pronouns import women_alone
 from .quotes import is_vocative, quote_spans
+from .switches import on
 
 
 # Personal pronouns by kind (person, number, gender). The kind of a one-word mention, as written
@@ -458,6 +460,8 @@ class MentionReader:
     def __init__(self, text: str, offsets: list[tuple[int, int]], pronouns: dict[tuple[int, int], str]):
         self.text, self.offsets, self.pronouns = text, offsets, pronouns
         self.quotes = quote_spans(text)
+        if on("defined_terms"):  # a licence's "This License" refers to ...: a term, not speech
+            self.quotes = speech_quotes(text, self.quotes)
         self.forms = NameForms(text, self.quotes)  # the gender and address the book gives a name's words
         self._quote_starts = [a for a, _ in self.quotes]
         self._cache: dict[int, Mention] = {}  # keyed first << 32 | last: an int, not a tuple, a mention

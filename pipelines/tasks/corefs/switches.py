@@ -15,6 +15,12 @@ pass the environment to the lfcli they run):
   sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
   taken_names       a name a speaker or narrator says is theirs joins their chain ("My name
                     is Umbopa", "I shall be Lady Lowborough"; taken_names.py)
+  mention_words, nested_mentions, defined_terms, addressed_reader
+                    no mention without a word, no mention nested in another of its chain, no
+                    defined term in quotes read as speech, one "you" where nobody speaks
+                    (cleanup.py: non-fiction's noise)
+  rare_names        a name said once or twice never titles a chain its noun phrase names five
+                    times as often (document.name_of: a licence's "GNU" beside "this License")
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from __future__ import annotations
 import os
 
 NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
-PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices", "taken_names", "signed_letters")
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_voices", "taken_names", "signed_letters",
+                        "mention_words", "nested_mentions", "defined_terms", "addressed_reader", "rare_names")
 ENV_VAR = "LFCLI_COREF_OFF"
 
 

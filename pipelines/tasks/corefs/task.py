@@ -13,6 +13,7 @@ import torch
 
 from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
+from .cleanup import SPEECH_QUOTES, in_any, is_word_mention, one_reader, outermost, url_spans
 from .decode import decode_clusters, words_of
 from .document import DocumentEntities
 from .speakers import give_quotes
@@ -164,12 +165,17 @@ class CorefTask(Task):
             entities.add_window(clusters, item.owned)
         offsets = prepared.encoded.offsets
         groups = entities.link_names()
+        if self.rules and on("addressed_reader") and len(reader.quotes) < SPEECH_QUOTES:  # no speech: one "you"
+            groups = one_reader(groups, lambda m: reader.text_of(*m))
         speakers = give_quotes(reader, groups, breaks, stories) if self.rules else [None] * len(reader.quotes)
         if self.rules and on("taken_names"):  # "My name is Umbopa": now that each quote's "I" is its speaker's
             speakers = join_taken_names(reader, groups, speakers, entities.profile)
         speaking = set(speakers)
         kept = []  # (chain, its group)
+        urls = url_spans(doc.text) if self.rules and on("mention_words") else []
         for k, mentions in enumerate(groups):
+            if self.rules:
+                mentions = real_mentions(doc.text, offsets, mentions, urls)
             spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in mentions})
             if not spans or (len(spans) < 2 and not self.singletons and k not in speaking):
                 continue  # a one-mention entity is kept when asked for, or when it speaks a quote
@@ -247,6 +253,18 @@ class _Profiles:
                 profile.scenes.add(bisect.bisect_right(self.breaks, s + self.shift))
             self._read[k] = profile
         return self._read[k]
+
+
+def real_mentions(text: str, offsets, mentions: list[Span], urls: list[tuple[int, int]]) -> list[Span]:
+    """A chain's mentions less those that are none (cleanup.py: mention_words, nested_mentions)."""
+    if on("mention_words"):
+        mentions = [(s, e) for s, e in mentions
+                    if is_word_mention(text[offsets[s][0]:offsets[e][1]])
+                    and not (urls and in_any((offsets[s][0], offsets[e][1]), urls))]
+    if on("nested_mentions") and len(mentions) > 1:
+        keep = set(outermost([(offsets[s][0], offsets[e][1]) for s, e in mentions]))
+        mentions = [(s, e) for s, e in mentions if (offsets[s][0], offsets[e][1]) in keep]
+    return mentions
 
 
 def runner(tokenizer, policy, config, options: dict) -> CorefTask:

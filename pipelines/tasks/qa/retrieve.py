@@ -48,6 +48,9 @@ READS = ("retrieve", "all")
 PASSAGE_TOKENS = 128
 TOP_WINDOWS = 8
 RRF_K = 60  # reciprocal-rank fusion's constant (the paper's)
+# BM25's ranks count three times the dense ranks': on the fit works' 88 questions the answer is in
+# the 8 windows read for 92.0% of them (dense alone 76.1%, BM25 alone 89.8%, equal weights 87.5%)
+LEXICAL_WEIGHT = 3.0
 ENCODER_MAX_LENGTH = 512  # a passage and its special tokens fit in one window of the encoder
 KEPT_TEXTS = 8  # texts whose passages a job keeps in memory
 CACHE_VERSION = 1
@@ -84,10 +87,11 @@ def reading_spans(ranked: list[int], passages: list[tuple[int, int]], n_tokens: 
     return sorted(chosen)
 
 
-def fused_ranking(dense: torch.Tensor, lexical, rrf_k: int = RRF_K) -> list[int]:
+def fused_ranking(dense: torch.Tensor, lexical, rrf_k: int = RRF_K, lexical_weight: float = LEXICAL_WEIGHT) -> list[int]:
     """Passage indices, best first, by reciprocal-rank fusion of the dense similarities and
-    the BM25 scores (`lexical`, None: dense alone); ties by position in the text. A passage
-    without any of the question's words has no BM25 rank (its zero says nothing)."""
+    the BM25 scores (`lexical`, None: dense alone; its terms weighted `lexical_weight`); ties
+    by position in the text. A passage without any of the question's words has no BM25 rank
+    (its zero says nothing)."""
     n = dense.numel()
     score = [0.0] * n
     similarity = dense.tolist()
@@ -96,7 +100,7 @@ def fused_ranking(dense: torch.Tensor, lexical, rrf_k: int = RRF_K) -> list[int]
     if lexical is not None:
         words = [float(x) for x in lexical]
         for rank, p in enumerate(sorted((i for i in range(n) if words[i] > 0), key=lambda i: (-words[i], i))):
-            score[p] += 1.0 / (rrf_k + rank + 1)
+            score[p] += lexical_weight / (rrf_k + rank + 1)
     return sorted(range(n), key=lambda i: (-score[i], i))
 
 
@@ -140,7 +144,10 @@ class Retriever:
 
     def _load(self) -> None:
         folder = resolve_model(self.encoder_name)
-        self.model = ARCHITECTURES[ENCODER].from_pretrained(folder, dtype=self.dtype, device=self.device)
+        # Outside inference mode, wherever the first long text comes (a caller's inference_mode
+        # would make the weights inference tensors, which the fast paths' checks cannot read).
+        with torch.inference_mode(False):
+            self.model = ARCHITECTURES[ENCODER].from_pretrained(folder, dtype=self.dtype, device=self.device)
         self.model.eval()
         tok = DocumentTokenizer.from_folder(tokenizer_folder(folder), min(ENCODER_MAX_LENGTH, self.model.config.max_tokens))
         meta = self.model.config.extra.get("lfcli") or {}
@@ -189,7 +196,8 @@ class Retriever:
             return whole
         found = self.passages(text, encoded)
         q = self.vectors([question])[0]
-        ranked = fused_ranking(found.vectors @ q, None if found.bm25 is None else bm25_scores(found.bm25, question))
+        ranked = fused_ranking(found.vectors @ q, None if found.bm25 is None else bm25_scores(found.bm25, question),
+                               lexical_weight=LEXICAL_WEIGHT)
         return reading_spans(ranked, found.spans, len(encoded.ids), budget, self.top_windows)
 
     # -- the cache folder -------------------------------------------------------------------------
@@ -198,8 +206,8 @@ class Retriever:
             return None
         if self.model is None:
             self._load()
-        tag = hashlib.sha256(json.dumps([CACHE_VERSION, self.fingerprint, self.reader_fingerprint,
-                                         self.passage_tokens]).encode()).hexdigest()[:16]
+        tag = hashlib.sha256(json.dumps([CACHE_VERSION, self.fingerprint, self.reader_fingerprint, self.passage_tokens,
+                                         str(self.dtype)]).encode()).hexdigest()[:16]
         return self.cache_dir / f"{key}-{tag}.safetensors"
 
     def _from_cache(self, key: str, spans: list[tuple[int, int]]) -> torch.Tensor | None:

@@ -99,7 +99,7 @@ class QATask(Task):
         q_ids = self.tok.encode(question).ids
         limit = self.tok.max_length // 2
         if len(q_ids) > limit:
-            raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document")
+            raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document: shorten it")
         choose = None
         if self.retriever is not None:
             def choose(encoded, spans, size):
