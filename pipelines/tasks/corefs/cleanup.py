@@ -30,10 +30,11 @@ import re
 _WORDY = re.compile(r"[^\W_]")  # a letter or a digit
 _URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>\"')\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
 # Closed classes: alone, never a mention of anything (the pronouns are mentions: not here).
+# ("this", "that", "there", "here" stay mentions: a demonstrative or a place can be one.)
 FUNCTION_WORDS = frozenset("""
 a an the of and or nor but if then than to in on at by for from with without into onto upon as so
 is are was were be been being am has have had do does did can could may might must shall should
-will would not no yes also very just only such this that these those there here thus hence
+will would not no yes also very just only such thus hence
 """.split())
 
 

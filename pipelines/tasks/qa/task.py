@@ -18,7 +18,7 @@ from .answers import (DEFAULT_TEMPERATURE, QA_ANSWER_POOL, QA_CANDIDATES, QACali
 from ...infer.tasks import Task, document_windows
 from .retrieve import Retriever, encoder_of, reader_fingerprint
 
-KEPT_ENCODINGS = 4  # texts whose tokens are kept for their next question (many questions of one book)
+KEPT_ENCODINGS = 4  # texts whose tokens and span rules are kept for their next question (many questions of one book)
 
 
 class QATask(Task):
@@ -44,7 +44,7 @@ class QATask(Task):
             self.row_unit = "question"  # a row per document and question: progress counts questions
         self.calibration = QACalibration(temperature)
         self.retriever: Retriever | None = None  # set up with the model when read == "retrieve"
-        self.encodings: OrderedDict[str, object] = OrderedDict()  # text -> its tokens, for a text's next question
+        self.encodings: OrderedDict[str, dict] = OrderedDict()  # text -> its tokens and span rules (`known`)
 
     @property
     def temperature(self) -> float:
@@ -81,16 +81,28 @@ class QATask(Task):
             row.update(question_id=doc.fields["question_id"], question=doc.fields.get("question"))
         return row
 
-    def encode(self, text: str):
-        """The text's tokens, kept for the next few questions of the same text."""
+    def known(self, text: str) -> dict:
+        """What a text's questions share, kept for the next few questions of the same text:
+        its tokens ("encoded") and its span rules, with and without headings ("rules"); a
+        book's span rules take seconds to find, its tokens about one."""
         if text in self.encodings:
             self.encodings.move_to_end(text)
             return self.encodings[text]
-        encoded = self.tok.encode(text)
-        self.encodings[text] = encoded
+        self.encodings[text] = {"encoded": self.tok.encode(text), "rules": {}}
         while len(self.encodings) > KEPT_ENCODINGS:
             self.encodings.popitem(last=False)
-        return encoded
+        return self.encodings[text]
+
+    def encode(self, text: str):
+        """The text's tokens (kept: `known`)."""
+        return self.known(text)["encoded"]
+
+    def rules_of(self, text: str, headings: bool):
+        """The text's span rules (answers.span_rules; kept: `known`)."""
+        kept = self.known(text)
+        if headings not in kept["rules"]:
+            kept["rules"][headings] = span_rules(text, kept["encoded"].offsets, headings=headings)
+        return kept["rules"][headings]
 
     def prepare(self, doc_index, doc):
         question = self.question or doc.fields.get("question")
@@ -100,15 +112,19 @@ class QATask(Task):
         limit = self.tok.max_length // 2
         if len(q_ids) > limit:
             raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document: shorten it")
+        whole = []  # the whole read's windows, however many are read
         choose = None
         if self.retriever is not None:
             def choose(encoded, spans, size):
+                whole.append(len(spans))
                 return self.retriever.windows(doc.text, encoded, question, spans, size)
         prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids,
                                     encoded=self.encode(doc.text), choose=choose)
+        if whole:
+            prepared.extra["windows"] = whole[0]
         prepared.extra["question"] = question
         prepared.extra["text"] = doc.text
-        rules = span_rules(doc.text, prepared.encoded.offsets, headings=asks_for_heading(question))
+        rules = self.rules_of(doc.text, asks_for_heading(question))
         for item in prepared.items:
             item.extra["span_rules"] = rules.window(*item.window.span)
         return prepared
@@ -127,22 +143,25 @@ class QATask(Task):
         return out
 
     @staticmethod
-    def candidates(results) -> QACandidates:
-        """The softmax's candidates: each window's QA_CANDIDATES best spans."""
+    def candidates(results, prepared=None) -> QACandidates:
+        """The softmax's candidates: each window's QA_CANDIDATES best spans. Their window count
+        is the document's (its whole read's, `prepared.extra["windows"]`), not the windows read:
+        retrieval reads a few of them for the whole document, whose answer the scores weigh."""
         best: dict[tuple[int, int], float] = {}
         for window in results:
             for margin, ts, te in window[:QA_CANDIDATES]:
                 if margin > best.get((ts, te), -math.inf):
                     best[(ts, te)] = margin
         spans = sorted(best, key=lambda s: -best[s])
-        return QACandidates(spans, [best[s] for s in spans], len(results))
+        windows = (prepared.extra.get("windows") if prepared is not None else None) or len(results)
+        return QACandidates(spans, [best[s] for s in spans], windows)
 
     def scored(self, prepared, results) -> list[tuple[tuple[int, int, float], float]]:
         """The top_k distinct answers ((first token, last token, margin), score), best score
         first, among the spans all windows propose (`distinct_answers`)."""
         offsets, text = prepared.encoded.offsets, prepared.extra["text"]
         spans = [(ts, te, margin) for window in results for margin, ts, te in window]
-        return distinct_answers(spans, self.candidates(results), self.calibration,
+        return distinct_answers(spans, self.candidates(results, prepared), self.calibration,
                                 lambda s: text[offsets[s[0]][0]:offsets[s[1]][1]], self.top_k)
 
     def ranked(self, prepared, results) -> list[tuple[int, int, float]]:

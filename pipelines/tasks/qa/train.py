@@ -289,7 +289,8 @@ class _WithCandidates:
     def finish(self, doc, prepared, results):
         offsets = prepared.encoded.offsets
         first, last, margin = self.qa.ranked(prepared, results)[0]
-        return doc.id, doc.text[offsets[first][0]:offsets[last][1]], self.qa.candidates(results), (first, last, margin)
+        return (doc.id, doc.text[offsets[first][0]:offsets[last][1]], self.qa.candidates(results, prepared),
+                (first, last, margin))
 
 
 def predict_cases(model, qa: QATask, records: list[QARecord], pad_id: int) -> dict[str, tuple[str, QACandidates, tuple]]:
