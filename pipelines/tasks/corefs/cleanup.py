@@ -10,11 +10,13 @@ refers to ...) were read as speech. So, each pass with its switch (switches.py):
   mention_words   a mention holds a word: one with no letter or digit, a single letter other
                   than "I", a lone function word or auxiliary ("is", "the", "of"), or a part
                   of a URL or e-mail address leaves its chain
-  nested_mentions of a chain's mentions that nest (one inside another), only the outermost
-                  stays: the model's partial spans of one name are one mention
+  nested_mentions a mention that cuts a name another mention of its chain holds whole ("The
+                  GNU General" beside "The GNU General Public License") leaves: the model's
+                  partial spans of one name are one mention
   addressed_reader  in a text without speech (under SPEECH_QUOTES quotes once defined terms are out), every
-                  chain of nothing but "you", "your", "yourself" is the one reader the text
-                  addresses: one chain (a licence's "you" was spread over 16 chains)
+                  chain of "you", "your", "yourself" and every lone one of them in another
+                  chain is the one reader the text addresses: one chain (a licence's "you"
+                  was spread over 16 chains)
   defined_terms   a short quote (at most DEFINED_WORDS words, no sentence punctuation inside)
                   that a definition follows within its sentence ("means", "refers to", "is
                   defined as", "includes") or that the text calls a term ("(the", "the term",
@@ -49,8 +51,8 @@ def is_word_mention(text: str) -> bool:
     words = text.split()
     if not words or not _WORDY.search(text):
         return False
-    if words[0].lower() in AUXILIARIES and len(words) > 1:
-        return False
+    if len(words) > 1 and (words[0].lower() in AUXILIARIES or words[-1].lower() in AUXILIARIES):
+        return False  # "is a free license", "the License is": a clause's piece, no noun phrase
     if len(words) > SENTENCE_WORDS and text.rstrip()[-1:] in ".!?":
         return False
     if len(words) == 1:
@@ -70,18 +72,30 @@ SPEECH_QUOTES = 3  # a text with fewer quotes (defined terms apart) has no speec
 
 
 def one_reader(groups: list[list], text_of) -> list[list]:
-    """`groups` (chains of mentions) with every chain whose mentions are mostly (ADDRESSED_SHARE)
-    a second-person word alone joined into the first of them (addressed_reader);
-    `text_of(mention)`: its text."""
+    """`groups` (chains of mentions) with the one reader a text without speech addresses
+    (addressed_reader): every chain mostly (ADDRESSED_SHARE) of "you", "your" alone joined into
+    the first of them, and every lone "you", "your" of the other chains moved there (nobody
+    speaks, so each is the reader); `text_of(mention)`: its text."""
+    def alone(m) -> bool:
+        return text_of(m).strip().lower() in SECOND_PERSON
+
     def addressed(mentions) -> bool:
-        alone = sum(text_of(m).strip().lower() in SECOND_PERSON for m in mentions)
-        return bool(mentions) and alone >= ADDRESSED_SHARE * len(mentions)
+        return bool(mentions) and sum(map(alone, mentions)) >= ADDRESSED_SHARE * len(mentions)
 
     firsts = [k for k, g in enumerate(groups) if addressed(g)]
-    if len(firsts) < 2:
+    if not firsts:
         return groups
-    joined = [m for k in firsts for m in groups[k]]
-    return [joined if k == firsts[0] else g for k, g in enumerate(groups) if k == firsts[0] or k not in firsts]
+    reader = [m for k in firsts for m in groups[k]]
+    out = []
+    for k, g in enumerate(groups):
+        if k == firsts[0]:
+            out.append(reader)
+        elif k not in firsts:
+            reader += [m for m in g if alone(m)]
+            rest = [m for m in g if not alone(m)]
+            if rest:
+                out.append(rest)
+    return out
 
 
 def url_spans(text: str) -> list[tuple[int, int]]:
@@ -94,17 +108,30 @@ def in_any(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
     return any(s < span[1] and span[0] < e for s, e in spans)
 
 
-def outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The spans not strictly inside another of `spans` (nested_mentions), in order."""
-    ordered = sorted(set(spans), key=lambda s: (s[0], -s[1]))
-    kept: list[tuple[int, int]] = []
-    reach = -1
+def cut_names(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans less those that cut a name held whole by another of `spans` (nested_mentions):
+    a span inside a longer one that ends on a capitalised word the longer one's name goes on
+    after, or starts on one that name began before ("The GNU General", "GNU General Public"
+    beside "the GNU General Public License"; "Darcy" in "Mr. Darcy"). A nested span that
+    stops at a word boundary of another kind stays: "Anna" in "Anna, the keeper" is a mention
+    of its own in LitBank, one of the same person."""
+    ordered = sorted(set(spans))
+    kept = []
     for s, e in ordered:
-        if e <= reach:  # inside a span that starts no later and ends no earlier
-            continue
-        kept.append((s, e))
-        reach = max(reach, e)
-    return sorted(kept)
+        cut = False
+        for a, b in ordered:
+            if (a, b) == (s, e) or not (a <= s and e <= b):
+                continue
+            after, before = text[e:b], text[a:s]
+            if e < b and re.search(r"[A-Z][\w.'-]*$", text[s:e]) and re.match(r"\s+[A-Z]", after):
+                cut = True  # it ends on a capitalised word and the name goes on after it
+            elif a < s and re.match(r"[A-Z]", text[s:e]) and re.search(r"[A-Z][\w.'-]*\s+$", before):
+                cut = True  # it starts on a capitalised word and the name began before it
+            if cut:
+                break
+        if not cut:
+            kept.append((s, e))
+    return kept
 
 
 DEFINED_WORDS = 5  # a defined term in quotes has at most this many words

@@ -13,7 +13,7 @@ import torch
 
 from ...infer.tasks import Item, Prepared, Task
 from ...infer.tokenize import paragraph_ids
-from .cleanup import SPEECH_QUOTES, in_any, is_word_mention, one_reader, outermost, url_spans
+from .cleanup import SPEECH_QUOTES, cut_names, in_any, is_word_mention, one_reader, url_spans
 from .decode import decode_clusters, words_of
 from .document import DocumentEntities
 from .speakers import give_quotes
@@ -262,7 +262,7 @@ def real_mentions(text: str, offsets, mentions: list[Span], urls: list[tuple[int
                     if is_word_mention(text[offsets[s][0]:offsets[e][1]])
                     and not (urls and in_any((offsets[s][0], offsets[e][1]), urls))]
     if on("nested_mentions") and len(mentions) > 1:
-        keep = set(outermost([(offsets[s][0], offsets[e][1]) for s, e in mentions]))
+        keep = set(cut_names(text, [(offsets[s][0], offsets[e][1]) for s, e in mentions]))
         mentions = [(s, e) for s, e in mentions if (offsets[s][0], offsets[e][1]) in keep]
     return mentions
 
