@@ -29,6 +29,9 @@ from __future__ import annotations
 
 import re
 
+from .quotes import quote_spans
+from .switches import on
+
 _WORDY = re.compile(r"[^\W_]")  # a letter or a digit
 _URL = re.compile(r"(?:https?://|ftp://|www\.)[^\s<>\"')\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.IGNORECASE)
 # Closed classes: alone, never a mention of anything (the pronouns are mentions: not here).
@@ -165,3 +168,10 @@ def speech_quotes(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, in
     if len(short) >= TERMS_SHARE * len(spans) and len(defined) >= LEAST_DEFINED:
         defined = set(short)
     return [s for s in spans if s not in defined]
+
+
+def spoken_quotes(text: str) -> list[tuple[int, int]]:
+    """The text's quotes (quotes.quote_spans) that are speech: less its defined terms, unless
+    the defined_terms pass is off."""
+    spans = quote_spans(text)
+    return speech_quotes(text, spans) if on("defined_terms") else spans

@@ -3,9 +3,8 @@
 A chain (an entity) is summed up by a `Profile`: the proper names its mentions use, the
 personal pronouns, the grammatical gender its names, honorifics, gendered nouns and pronouns
 give it, and which quotes it speaks ("I") or is spoken to ("you") in. Two profiles that
-cannot be one person are kept apart everywhere chains are built or joined: by the window
-decoder (decode.decode_clusters), by the merge of windows into a document's entities,
-and by the name linking over a whole book (document.DocumentEntities).
+cannot be one person are kept apart everywhere chains are built or joined: by the window decoder
+(decode.decode_clusters), the merge of windows into entities and the names linked over a book (document.DocumentEntities).
 
 Each rule is one small function:
   names_compatible     "Teodor Varga", "Mr. Varga" and "Teodor" can be one; "Teodor" and
@@ -26,10 +25,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ...view.chain_titles import usable_title
-from .cleanup import speech_quotes
+from .cleanup import spoken_quotes
 from .name_pronouns import women_alone
 from .quotes import is_vocative, quote_spans
-from .switches import on
 
 
 # Personal pronouns by kind (person, number, gender). The kind of a one-word mention, as written
@@ -459,9 +457,7 @@ class MentionReader:
 
     def __init__(self, text: str, offsets: list[tuple[int, int]], pronouns: dict[tuple[int, int], str]):
         self.text, self.offsets, self.pronouns = text, offsets, pronouns
-        self.quotes = quote_spans(text)
-        if on("defined_terms"):  # a licence's "This License" refers to ...: a term, not speech
-            self.quotes = speech_quotes(text, self.quotes)
+        self.quotes = spoken_quotes(text)  # a licence's "This License" refers to ...: a term, not speech
         self.forms = NameForms(text, self.quotes)  # the gender and address the book gives a name's words
         self._quote_starts = [a for a, _ in self.quotes]
         self._cache: dict[int, Mention] = {}  # keyed first << 32 | last: an int, not a tuple, a mention
