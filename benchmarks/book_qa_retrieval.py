@@ -13,6 +13,7 @@ The reader's top-1 at a given k is eval_book_qa.py's (`--read retrieve --top-win
 
     python benchmarks/book_qa_retrieval.py                       # small tier, passages 64/128/256
     python benchmarks/book_qa_retrieval.py -m base --sizes 128 --json out.json
+    python benchmarks/book_qa_retrieval.py --quick              # two short books
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ def main(argv=None) -> dict:
     p.add_argument("--books", default=None, help="comma-separated book file prefixes (default: all)")
     p.add_argument("--cache", default=None, help="a folder for the passage vectors (as lfcli qa --cache)")
     p.add_argument("--json", default=None)
+    p.add_argument("--quick", action="store_true", help="two short books (one fit, one report), 128-token passages")
     args = p.parse_args(argv)
+    if args.quick:
+        args.books, args.sizes = args.books or "11231,208", "128"  # one fit work, one report work
     import lfcli
     from lfcli.pipelines.tasks.qa import retrieve
 
@@ -99,7 +103,9 @@ def main(argv=None) -> dict:
     for size in sizes:
         for name in names:
             for part in ("fit", "report"):
-                row = [hits[(size, name, part, k)] / max(1, counts[part]) for k in KS]
+                if not counts[part]:
+                    continue
+                row = [hits[(size, name, part, k)] / counts[part] for k in KS]
                 results["curves"][f"{size}/{name}/{part}"] = dict(zip(map(str, KS), row))
                 print(f"| {size} | {name} | {part} | " + " | ".join(f"{x:.1%}" for x in row) + " |")
     if args.json:

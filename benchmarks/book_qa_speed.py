@@ -13,6 +13,7 @@ point here, the time is (benchmarks/eval_book_qa.py scores answers).
 
     python benchmarks/book_qa_speed.py                          # small tier, Tess of the d'Urbervilles
     python benchmarks/book_qa_speed.py -m base --json out.json
+    python benchmarks/book_qa_speed.py --quick                  # a short book, 10 questions
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 BOOK = "litbank/original/110_tess_of_the_durbervilles_a_pure_woman.txt"
+QUICK_BOOK = "litbank/original/932_the_fall_of_the_house_of_usher.txt"
 TEMPLATES = ("Who is {}?", "Where does {} go?", "What does {} want?", "Whom does {} love?", "What happened to {}?")
 
 
@@ -58,7 +60,11 @@ def main(argv=None) -> dict:
     p.add_argument("--all-questions", type=int, default=3, help="questions timed with --read all (0: none)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--json", default=None)
+    p.add_argument("--quick", action="store_true", help="a short book (The Fall of the House of Usher), 10 questions")
     args = p.parse_args(argv)
+    if args.quick:
+        args.questions, args.all_questions, args.repeats = 10, 1, 1
+        args.book = args.book or str(common.shared_data_dir() / QUICK_BOOK)
     book = Path(args.book) if args.book else common.shared_data_dir() / BOOK
     if not book.is_file():
         raise SystemExit(f"{book}: missing (the novels live in ../shared/data)")

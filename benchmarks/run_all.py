@@ -29,7 +29,8 @@ import common  # noqa: E402
 BENCHMARKS = ("attention", "encoder", "short_docs", "scaling", "cli_folder", "train_speed", "dtype")
 # Quality evaluations: their full runs take from minutes to hours (cv_classify trains k
 # models), so they run with --quick, or in full when named in --only.
-EVALUATIONS = ("eval_qa", "eval_coref", "eval_zeroshot", "eval_retrieval", "cv_classify")
+EVALUATIONS = ("eval_qa", "eval_coref", "eval_zeroshot", "eval_retrieval", "cv_classify", "book_qa_retrieval",
+               "book_qa_speed")
 # GPU-only: run where torch sees CUDA, else skipped with the reason said (gpu_check.py measures
 # the lent GPU machine; here it would only stop on "no CUDA device").
 GPU_ONLY = ("gpu_check",)

@@ -646,4 +646,5 @@ def test_corefs_writes_its_quotes_to_parquet(ckpts, tmp_path):
     assert [text[q["start"]:q["end"]] for q in row["quotes"]] == ["\u201cI am cold,\u201d", "\u201cVery cold.\u201d"]
     assert all(q["speaker"] is None or 0 <= q["speaker"] < len(row["chains"]) for q in row["quotes"])
     (line,) = rows_of(invoke("corefs", tmp_path / "a.txt", "-m", ckpts["corefs"], "--quiet").stdout)
+    assert all(q.pop("page") is None for q in row["quotes"])  # Parquet's page column: null for a text file
     assert line["quotes"] == row["quotes"]

@@ -171,7 +171,9 @@ def test_coref_clusters_merge_through_shared_mentions(tok):
 
     task = CorefTask(tok, "none")
     # window 1 links mentions 0 and 3; window 2 links 3 and 6: one chain of three
-    tokens = [i for i, (a, b) in enumerate(enc.offsets)]
+    starts = [k for k, ch in enumerate(text) if ch != " " and (k == 0 or text[k - 1] == " ")]  # each word's first character
+    first_token = {a: i for i, (a, b) in reversed(list(enumerate(enc.offsets)))}
+    tokens = [first_token[c] for c in starts]  # a word's first token
     m = lambda word_index: (tokens[word_index], tokens[word_index])
     results = [[[m(0), m(3)]], [[m(3), m(6)], [m(9), m(9)]]]
     # window 1 keeps the mentions before word 5, window 2 the rest (tokenize.owned_ranges)
