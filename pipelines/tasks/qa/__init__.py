@@ -1,6 +1,7 @@
 """qa: extractive answers to a question from each document (the question and its tokens are
 global, paper section 3.1). Its home: task.py (windows and answers), the span rules and
-calibration in answers.py; training in train.py; this module's SPEC is what the registry holds.
+calibration in answers.py, the questions a job asks in questions.py, retrieve-then-read over
+long documents in retrieve.py; training in train.py; this module's SPEC is what the registry holds.
 """
 
 from __future__ import annotations

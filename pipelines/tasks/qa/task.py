@@ -1,6 +1,9 @@
 """qa's inference: a question over a document's windows, and the document's answers.
 
-Rows: id, question, answer, start, end, score, and `answers` (the top k) when top_k > 1.
+Rows: id, question, answer, start, end, score, and `answers` (the top k) when top_k > 1;
+`question_id` with several questions (questions.py), `page` for a PDF. Over a document of
+more windows than retrieval reads, a question reads only the windows around its best passages
+(retrieve.py; read="all": every window).
 """
 
 from __future__ import annotations
