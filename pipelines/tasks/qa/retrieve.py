@@ -138,7 +138,7 @@ class Retriever:
         self.passage_tokens, self.top_windows = min(passage_tokens, reader_tokenizer.max_length // 2), top_windows
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.reader_fingerprint = reader_fingerprint
-        self.kept: OrderedDict[str, Passages] = OrderedDict()
+        self.kept: OrderedDict[str, Passages] = OrderedDict()  # text -> its passages, the last KEPT_TEXTS
         self.model = self.embedder = None
         self.texts_embedded = 0  # texts whose passages this job embedded (not found kept or cached)
 
@@ -167,10 +167,10 @@ class Retriever:
     def passages(self, text: str, encoded) -> Passages:
         """The text's passages: kept from an earlier question, read from the cache folder, or
         embedded now (and kept, and written to the cache folder)."""
-        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        if key in self.kept:
-            self.kept.move_to_end(key)
-            return self.kept[key]
+        if text in self.kept:  # a text's next question: no hash of the whole book again
+            self.kept.move_to_end(text)
+            return self.kept[text]
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()  # the cache folder's name
         offsets, n = encoded.offsets, len(encoded.ids)
         spans = passage_spans(n, self.passage_tokens)
         texts = [text[offsets[a][0]:offsets[b - 1][1]] for a, b in spans]
@@ -183,7 +183,7 @@ class Retriever:
             self.texts_embedded += 1
             self._to_cache(key, spans, vectors)
         found = Passages(spans, vectors, _bm25_index(texts))
-        self.kept[key] = found
+        self.kept[text] = found
         while len(self.kept) > KEPT_TEXTS:
             self.kept.popitem(last=False)
         return found
