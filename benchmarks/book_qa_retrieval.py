@@ -60,6 +60,7 @@ def main(argv=None) -> dict:
     if args.quick:
         args.books, args.sizes = args.books or "11231,208", "128"  # one fit work, one report work
     import lfcli
+    from lfcli.pipelines.infer.tokenize import plan_windows
     from lfcli.pipelines.tasks.qa import retrieve
 
     books_dir = common.shared_data_dir() / eval_book_qa.BOOKS
@@ -88,10 +89,11 @@ def main(argv=None) -> dict:
             found = r.passages(text, encoded)
             for q in asked:
                 budget = tok.content_budget(len(tok.encode(q["question"]).ids))
+                whole = plan_windows(len(encoded.ids), budget, pipe.task.overlap(budget))  # the whole read's
                 answers = [" ".join(a.split()) for a in q["answers"]]
                 for name, ranked in rankings(r, found, q["question"]).items():
                     for k in KS:
-                        spans = retrieve.reading_spans(ranked, found.spans, len(encoded.ids), budget, k)
+                        spans = retrieve.plan_windows_of(ranked, found.spans, whole, k)
                         read = [" ".join(text[encoded.offsets[a][0]:encoded.offsets[b - 1][1]].split()) for a, b in spans]
                         hits[(size, name, part, k)] += any(a in w for a in answers for w in read)
             print(f"{book}: {len(encoded.ids):,} tokens, passages of {size}: {len(found.spans)} "

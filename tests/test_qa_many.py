@@ -14,7 +14,8 @@ from checkpoints import task_checkpoints
 from lfcli.cli import app
 from lfcli.pipelines.infer.runner import Pipeline
 from lfcli.pipelines.io.readers import Document
-from lfcli.pipelines.tasks.qa.retrieve import TOP_WINDOWS, fused_ranking, passage_spans, reading_spans
+from lfcli.pipelines.infer.tokenize import plan_windows
+from lfcli.pipelines.tasks.qa.retrieve import TOP_WINDOWS, fused_ranking, passage_spans, plan_windows_of
 
 runner = CliRunner()
 
@@ -42,13 +43,27 @@ def test_passages_cover_the_text_side_by_side():
     assert passage_spans(3, 4) == [(0, 3)]
 
 
-def test_reading_spans_centre_a_window_on_each_best_passage_once():
+def test_each_best_passage_picks_the_whole_reads_window_holding_most_of_it_once():
+    whole = plan_windows(100, 30, 10)  # (0, 30), (20, 50), (40, 70), (60, 90), (80, 100)
     passages = passage_spans(100, 10)
-    # passage 5 first; passage 6 lies inside the window around 5; then passage 0 (clamped at the start)
-    spans = reading_spans([5, 6, 0, 9], passages, 100, 30, k=2)
-    assert spans == [(0, 30), (40, 70)]
-    assert reading_spans([9], passages, 100, 30, k=4) == [(70, 100)]  # clamped at the end
-    assert reading_spans([0, 1], passage_spans(20, 10), 20, 30, k=4) == [(0, 20)]  # shorter than a window
+    # passage 3 (30-40) lies in (20, 50) alone; passage 2 (20-30) in (0, 30) and (20, 50): the earlier;
+    # passage 4 (40-50) in (20, 50) and (40, 70): the earlier, read already; passage 9 in (80, 100) alone
+    assert plan_windows_of([3, 2, 4, 9], passages, whole, k=3) == [(0, 30), (20, 50), (80, 100)]
+    assert plan_windows_of([3, 4, 9, 2], passages, whole, k=2) == [(20, 50), (80, 100)]
+    # a passage across two windows goes to the one that holds more of it
+    assert plan_windows_of([0], [(25, 33)], whole, k=1) == [(20, 50)]
+
+
+def test_bm25_matches_a_words_other_forms():
+    """Stemmed: "married" in a question finds "marries" in a passage, "horses" finds "horse"
+    (unstemmed, neither question has a word the passages hold: no BM25 scores at all)."""
+    from lfcli.pipelines.tasks.qa.retrieve import _bm25_index, bm25_scores
+
+    index = _bm25_index(["The widow marries in spring.", "A horse ran to the mill.", "Rain fell all day."])
+    scores = bm25_scores(index, "Who was married?")
+    assert scores is not None and scores[0] > max(scores[1], scores[2])
+    scores = bm25_scores(index, "Where are the horses?")
+    assert scores is not None and scores[1] > max(scores[0], scores[2])
 
 
 def test_fusion_puts_a_passage_both_rankings_like_first():
@@ -77,6 +92,28 @@ def test_a_document_within_k_windows_reads_every_window_either_way(ckpts):
     assert TOP_WINDOWS >= pipes["retrieve"].stats.windows == pipes["all"].stats.windows > 1
 
 
+def test_retrieval_reads_a_subset_of_the_whole_reads_windows_and_their_candidates(ckpts):
+    """Each window read proposes what it proposes in the whole read (fp32: the same logits), so
+    every candidate of the retrieved read is a whole-read candidate at no higher margin, at the
+    same margin where its window is read; the document's window count is the whole read's."""
+    from lfcli.pipelines.tasks.qa.train import QARecord, predict_cases
+
+    words = LONG.split()
+    text = " ".join(words[: len(words) // 2] + NEEDLE.split() + words[len(words) // 2:])
+    record = QARecord("a", text, "What is the passkey?", [])
+    cases = {}
+    for read in ("retrieve", "all"):
+        pipe = Pipeline("qa", ckpts["qa"], read=read, retriever=ckpts["embed"], max_length=64, dtype="fp32")
+        with torch.inference_mode():
+            cases[read] = predict_cases(pipe.model, pipe.task, [record], pipe.model.config.pad_token_id)["a"][1]
+    part, whole = cases["retrieve"], cases["all"]
+    assert part.windows == whole.windows > 3 * TOP_WINDOWS
+    margin = dict(zip(map(tuple, whole.spans), whole.margins))
+    assert part.spans and all(tuple(s) in margin for s in part.spans)
+    assert all(m <= margin[tuple(s)] + 1e-4 for s, m in zip(part.spans, part.margins))
+    assert sum(abs(m - margin[tuple(s)]) < 1e-4 for s, m in zip(part.spans, part.margins)) >= len(part.spans) // 2
+
+
 def test_retrieval_reads_k_windows_of_a_long_document_and_finds_the_needle(ckpts):
     words = LONG.split()
     text = " ".join(words[: len(words) // 2] + NEEDLE.split() + words[len(words) // 2:])
@@ -88,8 +125,10 @@ def test_retrieval_reads_k_windows_of_a_long_document_and_finds_the_needle(ckpts
     # the words "passkey" only the needle's passage holds: BM25 ranks it first, so a window reads it
     task = pipes["retrieve"].task
     encoded = task.encode(text)
-    spans = task.retriever.windows(text, encoded, "What is the passkey?", [(0, len(encoded.ids))] * 99,
-                                   task.tok.content_budget(8))
+    budget = task.tok.content_budget(len(task.tok.encode("What is the passkey?").ids))
+    whole = plan_windows(len(encoded.ids), budget, task.overlap(budget))
+    spans = task.retriever.windows(text, encoded, "What is the passkey?", whole)
+    assert set(spans) <= set(whole) and len(spans) == TOP_WINDOWS
     read = [text[encoded.offsets[a][0]:encoded.offsets[b - 1][1]] for a, b in spans]
     assert any("7351" in w for w in read)
     assert 0.0 <= rows["retrieve"]["score"] <= 1.0

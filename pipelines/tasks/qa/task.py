@@ -120,7 +120,7 @@ class QATask(Task):
         if self.retriever is not None:
             def choose(encoded, spans, size):
                 whole.append(len(spans))
-                return self.retriever.windows(doc.text, encoded, question, spans, size)
+                return self.retriever.windows(doc.text, encoded, question, spans)
         prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids,
                                     encoded=self.encode(doc.text), choose=choose)
         if whole:
