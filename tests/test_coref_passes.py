@@ -89,6 +89,20 @@ HEADED = ["Contributed by MISS CLACK", "Extracted from the Journal of EZRA JENNI
     ("MR. VILLARS TO LADY HOWARD Berry Hill, March 12.", "MR. VILLARS"),
     ("The Statement of MR. MURTHWAITE (1849)", "MR. MURTHWAITE"),
     ("In a Letter from MR. CANDY", "MR. CANDY"),
+    # every common form (#69): diaries and journals either way round, letters and telegrams,
+    # memoranda, notes and postscripts, a narrative or statement, a diary spoken by another
+    ("Diary of Anne Marsh", "Anne Marsh"),
+    ("Journal of Captain Price", "Captain Price"),
+    ("Letter from Anne Marsh to her sister", "Anne Marsh"),
+    ("Telegram, Arthur Holm to Mrs. Price", "Arthur Holm"),
+    ("Memorandum by Dr. Kemp", "Dr. Kemp"),
+    ("Note left by Arthur Holm", "Arthur Holm"),
+    ("Postscript by Anne Marsh", "Anne Marsh"),
+    ("Narrative of Walter Hart", "Walter Hart"),
+    ("Dr. Kemp's phonograph diary, spoken by Walter Hart", "Walter Hart"),
+    ("Dr. Smith's Diary", "Dr. Smith"),
+    ("PROFESSOR KEMP'S MEMORANDUM", "PROFESSOR KEMP"),
+    ("ANNE MARSH IN CONTINUATION.  Holborn, June 13th.", "ANNE MARSH"),
 ])
 def test_a_heading_names_its_writer(heading, writer):
     others = ["Contributed by ANNA BELL", "Contributed by OTTO HAHN", "Contributed by RUTH ROE"]
@@ -97,6 +111,30 @@ def test_a_heading_names_its_writer(heading, writer):
     sections = headed_sections(text)
     assert sections and sections[0].writer == writer
     assert text[slice(*sections[0].name_span)] == writer
+
+
+def test_a_letter_that_seldom_says_i_is_still_its_writers_where_their_other_letters_say_it():
+    """A letter that mostly tells what others said says "I" in under 2.5% of its words: it is
+    still the writer's where the same writer's other letters are told in the first person."""
+    report = "The lady spoke to the captain of the ball, and he answered her with a bow. " * 8 + "I saw it. "
+    text = letters(["ANNA BELL TO OTTO HAHN", "OTTO HAHN TO ANNA BELL", "ANNA BELL IN CONTINUATION"])
+    text += "\n\nOTTO HAHN IN CONTINUATION\n\n" + report + "\n\nRUTH ROE TO OTTO HAHN\n\n" + report
+    text += " ".join(["Bell came. Hahn came. Roe came."] * 6)
+    assert [s.writer for s in headed_sections(text)] == ["ANNA BELL", "OTTO HAHN", "ANNA BELL", "OTTO HAHN", ""]
+
+
+def test_a_short_sentence_naming_a_letters_writer_is_no_heading():
+    text = letters(["Contributed by ANNA BELL", "Contributed by OTTO HAHN", "Contributed by RUTH ROE"])
+    text += "\n\nTHIS morning, early, I received the following letter from Otto\nHahn:\n\n" + "I wrote it. " * 9
+    text += " ".join(["Bell came. Hahn came. Roe came."] * 6)
+    assert [s.writer for s in headed_sections(text)] == ["ANNA BELL", "OTTO HAHN", "RUTH ROE"]
+
+
+def test_a_part_by_another_hand_is_no_writers_and_ends_the_part_before_it():
+    others = ["Contributed by ANNA BELL", "Contributed by OTTO HAHN", "Contributed by RUTH ROE"]
+    text = letters(others + ["By Another Hand", "Contributed by ANNA BELL"])
+    text += " ".join(["Bell came. Hahn came. Roe came."] * 6)
+    assert [s.writer for s in headed_sections(text)] == ["ANNA BELL", "OTTO HAHN", "RUTH ROE", "", "ANNA BELL"]
 
 
 def test_chapter_titles_of_a_third_person_novel_are_no_writers():
@@ -181,6 +219,14 @@ def test_one_heading_is_a_letter_quoted_not_a_book_of_narrators():
     assert headed_sections(text) == []
 
 
+def test_a_husband_and_wife_who_each_head_a_letter_are_two_writers():
+    text = letters(["SIR JOHN BELMONT TO LADY HOWARD", "LADY HOWARD TO MR. VILLARS", "LADY BELMONT TO SIR JOHN BELMONT",
+                    "JOHN BELMONT TO MR. VILLARS", "MR. VILLARS TO LADY HOWARD"])
+    text += " ".join(["Belmont came. Howard came. Villars came."] * 8)
+    keys = [s.key for s in headed_sections(text)]
+    assert keys == ["belmont (m)", "howard", "belmont (f)", "belmont (m)", "villars"]
+
+
 def test_writer_keys_join_the_headings_of_one_writer():
     assert writer_key("MR. VILLARS") == writer_key("Mr Villars") == writer_key("THE REV. MR. VILLARS") == "villars"
 
@@ -207,6 +253,44 @@ def test_each_writers_narration_is_their_own_chain_titled_with_their_name(monkey
     groups = [sorted(every_i)]
     give_quotes(reader, groups)
     assert max(sum(reader.text_of(*m) == "I" for m in g) for g in groups) == 18  # one narrator: the old rule
+
+
+def test_a_writers_chain_joins_no_chain_of_another_form_of_address_of_her_surname():
+    """LADY HOLT's letters are hers; the book's "Miss Holt" (her daughter) is another woman."""
+    body = "I walked to the shore and I watched the sea. "
+    text = ("LADY HOLT TO ANNA BELL\n\n" + body * 3 + "Miss Holt came.\n\n"
+            "ANNA BELL TO LADY HOLT\n\n" + body * 3 + "Bell came.\n\n"
+            "LADY HOLT TO ANNA BELL\n\n" + body * 3 + "Miss Holt left. Bell left. Miss Holt ran. Bell ran. Bell sat.")
+    reader, at = reader_and_spans(text)
+    misses = [(i, i + 1) for i in at["Miss"]]
+    groups = [sorted((i, i) for i in at["I"]), misses, [(i, i) for i in at["Bell"][2:]]]
+    give_quotes(reader, groups)
+    holt = next(g for g in groups if any(reader.text_of(*m) == "LADY HOLT" for m in g))
+    assert sum(reader.text_of(*m) == "I" for m in holt) == 12
+    assert not any(reader.text_of(*m) == "Miss Holt" for m in holt)
+
+
+NAMED_IN_SPEECH = ("Terry came in and sat down by the fire.\n\n\u201cWhat does he say, Van?\u201d asked Terry.\n\n"
+                   "\u201cNothing at all,\u201d I said.\n\n\u201cOh, do not croak, Van!\u201d said Terry.\n\n"
+                   "\u201cI will not,\u201d I said.\n\n" + "I walked home and I slept. " * 4)
+
+
+def test_a_narrator_named_only_in_speech_to_them_takes_that_name_wherever_the_windows_put_it(monkeypatch):
+    """The windows put "Van", said to the narrator, in Terry's chain (the one who says it):
+    the narrator's chain takes every "Van" said to them, and Terry's keeps its own name."""
+    reader, at = reader_and_spans(NAMED_IN_SPEECH)
+
+    def run():
+        groups = [sorted([(i, i) for i in at["Terry"]] + [(i, i) for i in at["Van"]]), sorted((i, i) for i in at["I"])]
+        give_quotes(reader, groups)
+        return [[reader.text_of(*m) for m in g] for g in groups]
+
+    chains = run()
+    narrator = next(c for c in chains if c.count("I") >= 8)
+    assert narrator.count("Van") == 2
+    assert all("Van" not in c for c in chains if "Terry" in c)
+    monkeypatch.setenv("LFCLI_COREF_OFF", "narrator_vocatives")
+    assert not any("Van" in c and c.count("I") >= 8 for c in run())
 
 
 # -- mentions a reader trusts ------------------------------------------------------------------

@@ -165,8 +165,8 @@ def proper_name(text: str) -> Name | None:
             continue
         if not w[0].isupper() and lower not in _NAME_JOINERS:
             return None
-        if lower not in _NAME_JOINERS:
-            kept.append(_SHORT_TITLES.get(lower, lower))
+        if lower not in _NAME_JOINERS or (len(words) == 1 and w[0].isupper() and lower not in ("of", "the")):
+            kept.append(_SHORT_TITLES.get(lower, lower))  # "Van" alone is a name ("Oh, don't croak, Van!")
     if not kept:
         return None
     if gender is None and words[0].lower() in MEN_S_RANKS:  # "Admiral Croft" is not "Mrs. Croft"

@@ -9,13 +9,18 @@ that writer's, until the next heading; two sections of one writer are one narrat
 
 A heading is a line of its own (a blank line or the text's edge above and below, at most
 HEADING_WORDS words) of one of these shapes, the writer's name in any case (GABRIEL
-BETTEREDGE, Miss Clack):
-  NAME's Journal | Diary | Narrative | Statement | Account | Story | Memorandum | Letter | Papers
-  (a) Letter | Journal | Diary | Narrative | Statement | Account | Memorandum | Extract(ed) ...
-      of | by | from NAME
-  Contributed | Written | Related | Told | Resumed | Continued ... by NAME
+BETTEREDGE, Miss Clack), with or without a title ("Dr. Smith's Diary" is Dr. Smith's):
+  Contributed | Written | Related | Told | Resumed | Continued | Spoken | Dictated | Kept |
+      Left ... by NAME  (first: "X's phonograph diary, spoken by Y" is Y's part)
+  NAME's Journal | Diary | Narrative | Statement | Account | Story | Memorandum | Letter |
+      Papers | Notes | Log | Note | Postscript | Telegram | Report | Confession | Testimony
+  (a) Letter | Journal | Diary | ... (as above) | Extract(ed) ... of | by | from NAME
+      ("Diary of X", "Memorandum by X", "Note left by X", "Postscript by X")
   (NAME may be a rank the book calls the writer by: "Narrative Continued by the Doctor")
-  Letter, NAME to NAME   and   NAME to NAME   (a letter's heading: the first name writes)
+  Letter | Telegram | Note (from) NAME to NAME   and   NAME to NAME   (the first name writes)
+  NAME in continuation | NAME, continued   (a letter-novel's next letter by the same writer)
+  By another hand | In another hand | Editor's note: a part of no writer the book names (its
+      "I" is no narrator's), ending the part before it
 A book must have at least MIN_SECTIONS such headings, by at least two writers, before they
 are read as its narrators: one "Letter from Mr. Collins" in a third-person novel is a letter
 quoted, not a change of narrator. Books whose narrators change inside the prose ("she
@@ -27,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .entities import HONORIFICS
 from .quotes import quote_spans
 
 HEADING_WORDS = 14
@@ -42,7 +48,8 @@ FIRST_PERSON_BY = 0.005
 _WORDS = re.compile(r"[A-Za-z]+")
 _FIRST_PERSON_WORDS = frozenset("i me my mine myself".split())
 
-_DOCS = r"(?i:Journal|Diary|Narrative|Statement|Account|Story|Memorandum|Memoranda|Letter|Papers|Notes|Log)"
+_DOCS = (r"(?i:Journal|Diary|Narrative|Statement|Account|Story|Memorandum|Memoranda|Letter|Papers|Notes|Log|"
+         r"Note|Postscript|Telegram|Report|Confession|Testimony)")
 _TITLE = r"(?:(?i:Mr|Mrs|Miss|Dr|Doctor|Sergeant|Captain|Colonel|Lady|Lord|Sir|Professor|Madam|Mme)\.?\s+)"
 # A name: capitalised words (a title first, or not), in Title Case or in capitals.
 _NAME = rf"({_TITLE}?(?:[A-Z][\w\u2019'-]*\.?\s+){{0,3}}[A-Z][\w\u2019'-]*)"
@@ -50,18 +57,27 @@ _WORD_NAME = r"[A-Z][\w\u2019'-]*"
 # A writer the book calls by a rank: "Narrative Continued by the Doctor", "The Statement of THE CAPTAIN"
 _RANK = r"(?P<rank>(?i:the)\s+(?i:Doctor|Captain|Squire|Sergeant|Colonel|Major|Professor|Vicar|Rector|Parson|Admiral|General))"
 _WRITER = rf"(?:{_RANK}|{_NAME})"
-_AFTER = r"(?=\s*(?:[,;(.:]|$))"  # what may follow a writer's name: a description, a date, a place
+_AFTER = r"(?=\s*(?:[,;(.:\])]|$))"  # what may follow a writer's name: a description, a date, a place
 # "Contributed by MISS CLACK; niece of ...", "The Story Resumed by FRANKLIN BLAKE", "The events related by ..."
-_BY_HEADING = re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded)\s+(?i:by)\s+{_WRITER}{_AFTER}")
+_BY_HEADING = re.compile(rf"\b(?i:Contributed|Written|Related|Told|Resumed|Continued|Narrated|Recorded|Spoken|Dictated|Kept|"
+                         rf"Left)\s+(?i:by)\s+{_WRITER}{_AFTER}")
+# A part the book gives no writer's name: it ends the part before it and is no narrator's
+_NO_WRITER = re.compile(r"^(?i:(?:written\s+)?(?:by|in)\s+(?:another|a\s+different|a\s+second)\s+hand|editor['\u2019]s\s+note)\b")
 _HEADINGS = [
+    # "Contributed by MISS CLACK", "Dr. Seward's phonograph diary, spoken by Van Helsing" (the speaker's)
+    _BY_HEADING,
     # "Jonathan Harker's Journal", "DR. SEWARD'S DIARY", "Mina Murray's Journal (continued)"
     re.compile(rf"^{_NAME}['\u2019][sS]\s+(?:[A-Za-z-]+\s+){{0,2}}?{_DOCS}\b"),
     # "Extracted from the Journal of Ezra Jennings", "In a Letter from MR. CANDY", "The Statement of X (1849)"
     re.compile(rf"\b{_DOCS}\s+(?:[A-Za-z-]+\s+){{0,2}}?(?i:of|by|from)\s+{_WRITER}{_AFTER}"),
-    _BY_HEADING,
     # "Letter, Miss Mina Murray to Miss Lucy Westenra", "MR. VILLARS TO LADY HOWARD Berry Hill, March 12."
     re.compile(rf"^(?:(?i:Letter|Telegram|Note)[,.]?\s+(?:(?i:from)\s+)?)?{_NAME}\s*,?\s+(?:to|TO)\s+{_TITLE}?[A-Z]"),
+    # "EVELINA IN CONTINUATION. Queen Ann Street, April 13.", "Mary Ross, continued": the writer goes on
+    re.compile(rf"^{_NAME}\s*,?\s+(?i:in\s+continuation|continued|continues)\b"),
+    # "Letter from Anne Marsh to her sister": "from" says who writes, whoever it goes to
+    re.compile(rf"^(?i:Letter|Telegram|Note)[,.]?\s+(?i:from)\s+{_NAME}\s*,?\s+(?i:to)\s"),
 ]
+_SAYS_I = re.compile(r"\bI\s+[a-z]")  # "I received": a sentence ("LETTER I", "Part I. Narrative of X" are headings)
 _NOT_WRITERS = frozenset("the a an this that his her my our their your chapter book part volume letter journal "
                          "diary narrative statement story i we he she it they in on at of".split())
 
@@ -71,6 +87,7 @@ class Section(NamedTuple):
     writer: str  # the writer's name as the heading writes it
     name_span: tuple[int, int]  # the characters of that name in the text
     by: bool = False  # a "Contributed by NAME" heading (FIRST_PERSON_BY)
+    key: str = ""  # the writer as one key for all their headings in this book (writer_keys)
 
 
 def _lines(text: str):
@@ -100,6 +117,8 @@ def _writer(match: re.Match) -> tuple[str, int] | None:
         words = name.split()
         if match.groupdict().get("rank") == name:  # "the Doctor": a writer the book calls by a rank
             return " ".join(words), match.start(g)
+        if all(re.fullmatch(_TITLE, w + " ") for w in words):  # "report of Mr. Luker's application": a title alone
+            continue
         if (words and words[0].lower().strip(".") not in _NOT_WRITERS and words[-1].lower().strip(".") not in _NOT_WRITERS
                 and all(re.fullmatch(_WORD_NAME + r"\.?", w) for w in words)
                 and not re.search(r"['\u2019][sS]\b", name)):  # "SERGEANT CUFF'S MAN" names no one
@@ -113,6 +132,11 @@ def headed_sections(text: str, quotes: list[tuple[int, int]] | None = None) -> l
     quote_spans, where the caller has them."""
     found = []
     for start, line in _lines(text):
+        if line[0] in "\"'\u201c\u2018" or _SAYS_I.search(line):  # speech, or a sentence ("I received the
+            continue  # following letter from Sir Clement Willoughby:"), not a heading
+        if _NO_WRITER.search(line):
+            found.append(Section(start, "", (start, start)))
+            continue
         for pattern in _HEADINGS:
             m = pattern.search(line)
             if m is None:
@@ -125,27 +149,32 @@ def headed_sections(text: str, quotes: list[tuple[int, int]] | None = None) -> l
                 break
     # a writer is someone the book names (not a heading's place or thing): the surname said
     # outside the headings at least MIN_SECTIONS times
-    found = [s for s in found if len(re.findall(rf"\b{re.escape(writer_key(s.writer))}\b", text, re.IGNORECASE))
+    found = [s for s in found if not s.writer or len(re.findall(rf"\b{re.escape(writer_key(s.writer))}\b", text, re.IGNORECASE))
              > MIN_SECTIONS + sum(writer_key(o.writer) == writer_key(s.writer) for o in found)]
+    found = writer_keys(found)
     found = _told_in_the_first_person(text, found, quote_spans(text) if quotes is None else quotes)
-    writers = [writer_key(s.writer) for s in found if s.writer]
+    writers = [s.key for s in found if s.writer]
     return found if len(writers) >= MIN_SECTIONS and len(set(writers)) >= 2 else []
 
 
 def _told_in_the_first_person(text: str, found: list[Section], quotes: list[tuple[int, int]]) -> list[Section]:
     """The sections, each with its writer where its narration (outside quotes) says "I", "me",
     "my" in at least FIRST_PERSON of its words (FIRST_PERSON_BY under a "Contributed by"
-    heading), else with no writer (writer ""): a chapter title of a novel told in the third
-    person ("Miss Sharp Begins to Make Friends") heads no writer's part, but still ends the part
-    before it."""
+    heading, or where another of the writer's sections reaches FIRST_PERSON: a letter that
+    mostly tells what others said is still its writer's), else with no writer (writer ""): a
+    chapter title of a novel told in the third person ("Miss Sharp Begins to Make Friends")
+    heads no writer's part, but still ends the part before it."""
     inside = bytearray(len(text))
     for a, z in quotes:
         inside[a:z] = b"\x01" * (z - a)
+    ends = [s.start for s in found[1:]] + [len(text)]
+    told = [bool(s.writer) and says_i(text, s.start, end, FIRST_PERSON, inside) for s, end in zip(found, ends)]
+    first_person = {s.key for s, t in zip(found, told) if t}
     kept = []
-    for i, section in enumerate(found):
-        end = found[i + 1].start if i + 1 < len(found) else len(text)
-        told = says_i(text, section.start, end, FIRST_PERSON_BY if section.by else FIRST_PERSON, inside)
-        kept.append(section if told else section._replace(writer=""))
+    for section, end, t in zip(found, ends, told):
+        if not t and section.writer and (section.by or section.key in first_person):
+            t = says_i(text, section.start, end, FIRST_PERSON_BY, inside)
+        kept.append(section if t else section._replace(writer=""))
     return kept
 
 
@@ -163,3 +192,34 @@ def writer_key(name: str) -> str:
     one writer's parts with and without a given name ("Dr. Seward", "John Seward")."""
     words = [w for w in name.lower().replace(".", " ").replace("\u2019", "'").split()]
     return words[-1] if words else ""
+
+
+def _gender(name: str) -> str | None:
+    """The gender a writer's honorific gives ("LADY BELMONT": f, "SIR JOHN BELMONT": m), or None."""
+    words = name.lower().replace(".", " ").split()
+    return next((HONORIFICS[w][1] for w in words[:2] if w in HONORIFICS), None)
+
+
+def writer_keys(sections: list[Section]) -> list[Section]:
+    """The sections, each with its writer's key: the surname (writer_key), and the honorific's
+    gender with it where the book heads parts by a man and a woman of one surname ("SIR JOHN
+    BELMONT", "LADY BELMONT": husband and wife, two writers); a heading of that surname with no
+    honorific goes with the one of its given name, else stays the surname's."""
+    genders: dict[str, set] = {}
+    for s in sections:
+        if s.writer:
+            genders.setdefault(writer_key(s.writer), set()).add(_gender(s.writer))
+    given = {}  # (surname, given name) -> gender, for the headings without an honorific
+    for s in sections:
+        words = s.writer.lower().replace(".", " ").split()
+        if s.writer and _gender(s.writer) and len(words) > 2:
+            given[(writer_key(s.writer), words[-2])] = _gender(s.writer)
+    out = []
+    for s in sections:
+        key = writer_key(s.writer)
+        if s.writer and {"m", "f"} <= genders.get(key, set()):
+            words = s.writer.lower().replace(".", " ").split()
+            gender = _gender(s.writer) or given.get((key, words[-2] if len(words) > 1 else ""))
+            key = f"{key} ({gender})" if gender else key
+        out.append(s._replace(key=key))
+    return out

@@ -128,6 +128,10 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
                       and (new := _split_by_voice(reader, groups, owner, n, speakers, addressed)) is not None]
     joined = _name_narrators(reader, groups, owner, narrators, writers, speakers, addressed)
     owner.update(_narrator_names(reader, groups, joined, narrators, owner))
+    if on("narrator_vocatives"):
+        for narrator in narrators:
+            if narrator not in joined.values():
+                _said_to_narrator(reader, groups, speakers, narrator, joined, owner)
     for k, into in _names_by_address(reader, groups, reader.quotes, speakers, addressed, narrators).items():
         if k not in joined and into not in joined:
             joined[k] = into
@@ -198,7 +202,7 @@ def by_writer(reader: MentionReader, sections: list, narration: dict[int, list],
     out: dict[str, int] = {}
     for section in sections:
         if section.writer:
-            first_heading.setdefault(writer_key(section.writer), section.writer)
+            first_heading.setdefault(section.key or writer_key(section.writer), section.writer)
     for scene, told in narration.items():
         rest = []
         for span, k in told:
@@ -207,7 +211,7 @@ def by_writer(reader: MentionReader, sections: list, narration: dict[int, list],
             if not writer:
                 rest.append((span, k))
                 continue
-            name = first_heading[writer_key(writer)]
+            name = first_heading[sections[at].key or writer_key(writer)]
             if name not in out:
                 out[name] = len(groups)
                 groups.append([])
@@ -216,7 +220,7 @@ def by_writer(reader: MentionReader, sections: list, narration: dict[int, list],
     starts, ends = [s for s, _ in reader.offsets], [e for _, e in reader.offsets]
     taken = {span for g in groups for span in g}
     for section in sections:  # the heading's name, a mention the model may have left out
-        name = first_heading.get(writer_key(section.writer)) if section.writer else None
+        name = first_heading.get(section.key or writer_key(section.writer)) if section.writer else None
         if name in out:
             span = _token_span(starts, ends, *section.name_span)
             if span is not None and span not in taken:
@@ -254,7 +258,9 @@ def _writer_entity(reader: MentionReader, groups: list[list[Span]], narrators: l
                 if name is not None and rank <= name.words:
                     counts[k] += 1
             elif name is not None and name.words - TITLES and name.words - TITLES <= words:
-                if full.gender is None or name.gender in (None, full.gender):
+                # of the writer's gender and form of address: "Miss Belmont" is not LADY BELMONT
+                if (full.gender is None or name.gender in (None, full.gender)) and (
+                        full.address is None or name.address in (None, full.address)):
                     counts[k] += 1
             elif name is not None and name.words & words and not names_compatible(name, full):
                 others[name.words] += 1  # another full name with a word of the writer's: another person
@@ -301,6 +307,43 @@ def _narrator_name(quotes, speakers: list[int | None], addressed, narrator: int,
                     if by != narrator and narrator in beside)
     (entity, count), = votes.most_common(1) or [(None, 0)]
     return entity if count >= least else None
+
+
+def _said_to_narrator(reader: MentionReader, groups, speakers: list[int | None], narrator: int, joined: dict[int, int],
+                      owner: dict[Span, int], least: int = 2, narrated: int = 3) -> None:
+    """A narrator no chain names (no `joined` entry) takes the name others say to them: a
+    name addressed in a quote by someone else, next to a quote of the narrator's, at least
+    `least` times ("What does he say, Van?" beside "said I"). The names are counted as words,
+    not by the chain the windows put them in: a window often links a name said to someone
+    with the one who says it. Every mention of that name said in someone else's quote goes to
+    the narrator, and so does a chain of that name alone. Not a name the narration says
+    `narrated` times or more: that is someone the narrator tells of, not the narrator."""
+    quotes = reader.quotes
+    votes: Counter = Counter()
+    said: dict[frozenset, list[Span]] = {}
+    told: Counter = Counter()
+    for group in groups:
+        for span in group:
+            m = reader.mention(*span)
+            key = m.name.words - TITLES if m.name else None
+            if not key:
+                continue
+            if m.quote is None:
+                told[key] += reader.quote_of(reader.offsets[span[0]][0]) is None
+                continue
+            q = m.quote
+            if m.person != 2 or speakers[q] in (None, narrator):
+                continue
+            said.setdefault(key, []).append(span)
+            votes[key] += narrator in [speakers[q + d] for d in (-1, 1) if 0 <= q + d < len(quotes)]
+    (key, count), = votes.most_common(1) or [(None, 0)]
+    if key is None or count < least or told[key] >= narrated:
+        return
+    for span in said[key]:
+        owner.setdefault(span, narrator)
+    for k, group in enumerate(groups):
+        if k not in joined and k != narrator and group and _first_names(reader, group) - TITLES == key:
+            joined[k] = narrator
 
 
 def _split_by_voice(reader: MentionReader, groups, owner: dict[Span, int], narrator: int, speakers: list[int | None],
