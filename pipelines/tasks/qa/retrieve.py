@@ -25,6 +25,8 @@ has no more windows than a question reads, both read the same windows (the same 
 
 from __future__ import annotations
 
+import bisect
+import functools
 import hashlib
 import json
 import os
@@ -83,10 +85,13 @@ def plan_windows_of(ranked: list[int], passages: list[tuple[int, int]], whole: l
     earlier on a tie), unless chosen already; in text order. The read is then a subset of
     the whole read's, so wherever the whole read's best window is among them, both give the
     same answer."""
+    starts, ends = [s for s, _ in whole], [e for _, e in whole]  # both increasing: windows in text order
     chosen: set[int] = set()
     for p in ranked:
         a, b = passages[p]
-        best = max(range(len(whole)), key=lambda w: (min(b, whole[w][1]) - max(a, whole[w][0]), -w))
+        first = bisect.bisect_right(ends, a)  # the windows that overlap [a, b): first ... last - 1
+        last = max(bisect.bisect_left(starts, b), first + 1)
+        best = max(range(first, last), key=lambda w: (min(b, whole[w][1]) - max(a, whole[w][0]), -w))
         chosen.add(best)
         if len(chosen) == k:
             break
@@ -110,8 +115,10 @@ def fused_ranking(dense: torch.Tensor, lexical, rrf_k: int = RRF_K, lexical_weig
     return sorted(range(n), key=lambda i: (-score[i], i))
 
 
+@functools.lru_cache(maxsize=1)
 def _stemmer():
-    """Snowball's English stemmer (PyStemmer): BM25 matches "marry", "married" and "marries"."""
+    """Snowball's English stemmer (PyStemmer): BM25 matches "marry", "married" and "marries";
+    made once a process."""
     import Stemmer  # lazy: as bm25s
 
     return Stemmer.Stemmer("english")
