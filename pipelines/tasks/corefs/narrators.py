@@ -205,21 +205,18 @@ def writer_keys(sections: list[Section]) -> list[Section]:
     gender with it where the book heads parts by a man and a woman of one surname ("SIR JOHN
     BELMONT", "LADY BELMONT": husband and wife, two writers); a heading of that surname with no
     honorific goes with the one of its given name, else stays the surname's."""
+    named = [(s, writer_key(s.writer), _gender(s.writer), s.writer.lower().replace(".", " ").split())
+             for s in sections if s.writer]
     genders: dict[str, set] = {}
-    for s in sections:
-        if s.writer:
-            genders.setdefault(writer_key(s.writer), set()).add(_gender(s.writer))
     given = {}  # (surname, given name) -> gender, for the headings without an honorific
-    for s in sections:
-        words = s.writer.lower().replace(".", " ").split()
-        if s.writer and _gender(s.writer) and len(words) > 2:
-            given[(writer_key(s.writer), words[-2])] = _gender(s.writer)
-    out = []
-    for s in sections:
-        key = writer_key(s.writer)
-        if s.writer and {"m", "f"} <= genders.get(key, set()):
-            words = s.writer.lower().replace(".", " ").split()
-            gender = _gender(s.writer) or given.get((key, words[-2] if len(words) > 1 else ""))
+    for _, key, gender, words in named:
+        genders.setdefault(key, set()).add(gender)
+        if gender and len(words) > 2:
+            given[(key, words[-2])] = gender
+    keys = {}
+    for s, key, gender, words in named:
+        if {"m", "f"} <= genders[key]:
+            gender = gender or given.get((key, words[-2] if len(words) > 1 else ""))
             key = f"{key} ({gender})" if gender else key
-        out.append(s._replace(key=key))
-    return out
+        keys[s.start] = key
+    return [s._replace(key=keys.get(s.start, "")) for s in sections]
