@@ -20,6 +20,7 @@ A quote given no speaker counts as wrong.
     python benchmarks/eval_quotes.py --ids train     # train.ids
     python benchmarks/eval_quotes.py --quick         # the first 3 dev documents
     python benchmarks/eval_quotes.py --no-speakers   # quotes only (no model run)
+    python benchmarks/eval_quotes.py --ids train --wrong   # each quote given a wrong speaker, or none
 """
 
 from __future__ import annotations
@@ -140,17 +141,22 @@ def score_speakers(doc: str, data: Path, pipe, excerpt: str, gold: list[dict], o
             if (s, z) in offsets:
                 ends[e].add(offsets[(s, z)][1])
     scored = right = given = 0
+    wrong = []  # (the quote, the gold speaker id, the title of the chain given or None)
     for g in gold:
         quote = next((q for q in row.get("quotes") or [] if _overlap(g["span"], (q["start"], q["end"]))), None)
         if quote is None or g["speaker"] not in who:
             continue
         scored += 1
         if quote["speaker"] is None:
+            wrong.append((excerpt[slice(*g["span"])][:70], g["speaker"], None))
             continue
         given += 1
         chain = row["chains"][quote["speaker"]]["mentions"]
-        right += any(m["end"] in ends[who[g["speaker"]]] for m in chain)
-    return {"speaker_scored": scored, "speaker_given": given, "speaker_right": right}
+        ok = any(m["end"] in ends[who[g["speaker"]]] for m in chain)
+        right += ok
+        if not ok:
+            wrong.append((excerpt[slice(*g["span"])][:70], g["speaker"], row["chains"][quote["speaker"]].get("title")))
+    return {"speaker_scored": scored, "speaker_given": given, "speaker_right": right, "speaker_wrong": wrong}
 
 
 def main(argv=None) -> dict:
@@ -160,6 +166,7 @@ def main(argv=None) -> dict:
     p.add_argument("--json", metavar="FILE", default=None)
     p.add_argument("-m", "--model", default="minilm-l6-long-litbank-coref", help="the coreference model whose speakers are scored")
     p.add_argument("--no-speakers", action="store_true", help="score the quotes found only (no model run)")
+    p.add_argument("--wrong", action="store_true", help="list each quote given a wrong speaker or none")
     args = p.parse_args(argv)
     data = common.shared_data_dir() / "litbank"
     ids_file = data / f"{args.ids}.ids"
@@ -191,6 +198,9 @@ def main(argv=None) -> dict:
                     "speaker_given": sum(r["speaker_given"] for r in rows) / max(scored, 1), "speaker_scored": scored}
         print(f"speakers ({args.model}): right {speakers['speaker_accuracy']:.3f} of {scored} gold quotes found "
               f"(a speaker given to {speakers['speaker_given']:.3f})")
+    for r in rows if args.wrong else []:
+        for text, gold_speaker, given in r.get("speaker_wrong", []):
+            print(f"  wrong speaker ({r['document'][:24]}): {text!r} is {gold_speaker}'s, given {given or 'nobody'}")
     for r in rows:
         for text in r["extra"]:
             print(f"  not speech in LitBank ({r['document'][:24]}): {text!r}")

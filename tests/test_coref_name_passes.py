@@ -15,9 +15,11 @@ from lfcli.pipelines.tasks.corefs.name_passes import PASSES, SPLITS
 from lfcli.pipelines.tasks.corefs.switches import NAME_PASSES
 
 
-def chains(text: str, groups: list[list[str]]) -> list[set[str]]:
+def chains(text: str, groups: list[list[str]], windows: list[tuple[int, int]] | None = None) -> list[set[str]]:
     """`groups`: each window chain as phrases of the text, "phrase#k" for its k-th occurrence
-    (0 when left out); one window over the whole text. The chains after the passes, as texts."""
+    (0 when left out); one window over the whole text. With `windows` (each a range of the
+    text's paragraphs, [first, last]), `groups` is one list of chains per window, and each window
+    keeps the mentions of its first paragraph. The chains after the passes, as texts."""
     reader, at = reader_and_spans(text)
     words = [text[a:z] for a, z in reader.offsets]
 
@@ -29,7 +31,14 @@ def chains(text: str, groups: list[list[str]]) -> list[set[str]]:
         return first, first + len(parts) - 1
 
     doc = DocumentEntities(reader)
-    doc.add_window([[span(p) for p in group] for group in groups], (0, len(reader.offsets)))
+    if windows is None:
+        doc.add_window([[span(p) for p in group] for group in groups], (0, len(reader.offsets)))
+    else:
+        import re
+        starts = [0] + [m.end() for m in re.finditer(r"\n\n", text)]
+        first = [next(i for i, (a, _) in enumerate(reader.offsets) if a >= c) for c in starts] + [len(reader.offsets)]
+        for window, (lo, _) in zip(groups, windows):
+            doc.add_window([[span(p) for p in group] for group in window], (first[lo], first[lo + 1]))
     return [{reader.text_of(*m) for m in c} for c in doc.link_names()]
 
 
@@ -37,7 +46,21 @@ def together(found: list[set[str]], *texts: str) -> bool:
     return any(set(texts) <= c for c in found)
 
 
-# Each pass: a text, its window chains, two mentions the pass alone joins.
+def evidence_case(paragraphs: int = 6, alone: str = "") -> tuple[str, list, list]:
+    """Paragraphs that call one woman "Mrs. Strong" and "Annie" by turns, each window two
+    paragraphs whose one chain holds both names: the window keeps its first paragraph's
+    mentions, so each name stays in the entity of its own paragraph's window. (text, each
+    window's chains, the windows' paragraphs); `alone`: a last paragraph no window links."""
+    said = ["Mrs. Strong came in. She sat.", "Annie smiled. She sang."]
+    text = "\n\n".join(said[p % 2] for p in range(paragraphs)) + (f"\n\n{alone}" if alone else "")
+    mention = [lambda k: [f"Mrs. Strong#{k}", f"She#{2 * k}"], lambda k: [f"Annie#{k}", f"She#{2 * k + 1}"]]
+    parts = [mention[p % 2](p // 2) for p in range(paragraphs)]
+    windows = [[parts[p] + (parts[p + 1] if p + 1 < paragraphs else [])] for p in range(paragraphs)]
+    return text, windows, [(p, p + 1) for p in range(paragraphs)]
+
+
+# Each pass: a text, its window chains, two mentions the pass alone joins (and, for a pass that
+# reads many windows, the windows' paragraphs: chains()).
 CASES = {
     "same_name": ("Mr. Darcy came. He sat.\n\nElizabeth walked. She smiled.\n\nMr. Darcy bowed. He left.",
                   [["Mr. Darcy#0", "He#0"], ["Elizabeth", "She"], ["Mr. Darcy#1", "He#1"]],
@@ -58,6 +81,7 @@ CASES = {
                          [["Lady Verinder", "She"], ["Rachel"], ["my lady", "her"]], ("Lady Verinder", "my lady")),
     "aliases": ("Dunstan, commonly called Dunsey Cass, rode off. Dunstan drank. He sang.\n\nDunsey came. He fell.",
                 [["Dunstan#1", "He#0"], ["Dunsey#1", "He#1"]], ("Dunstan", "Dunsey")),
+    "book_evidence": (*(EVIDENCE := evidence_case()), ("Annie", "Mrs. Strong")),
 }
 
 
@@ -138,16 +162,17 @@ def test_mrs_and_her_husband_s_full_name_makes_his_given_name_no_woman_s():
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_pass_joins_its_case_and_its_switch_turns_it_off(name, monkeypatch):
-    text, groups, (a, b) = CASES[name]
+    text, groups, *windows, (a, b) = CASES[name]
+    windows = windows[0] if windows else None
     a, b = a.split("#")[0], b.split("#")[0]
     if a == b:  # two mentions of one text: the pass joins the two chains holding them
         assert len(chains(text, groups)) == len(groups) - 1
         monkeypatch.setenv("LFCLI_COREF_OFF", name)
         assert len(chains(text, groups)) == len(groups)
         return
-    assert together(chains(text, groups), a, b)
+    assert together(chains(text, groups, windows), a, b)
     monkeypatch.setenv("LFCLI_COREF_OFF", name)
-    assert not together(chains(text, groups), a, b)
+    assert not together(chains(text, groups, windows), a, b)
 
 
 def test_the_passes_never_join_across_genders(monkeypatch):
@@ -391,3 +416,76 @@ def test_a_middle_name_is_no_one_s_surname(monkeypatch):
         text = f"Paul Eyre Rivers came. He sat. He spoke.\n\n{other} wrote. He died."
         found = chains(text, [["Paul Eyre Rivers", "He#0", "He#1"], [other, "He#2"]])
         assert together(found, "Paul Eyre Rivers", other) is joins
+
+
+def test_a_pet_name_chain_a_window_gave_a_they_gives_its_pet_names_to_the_holder():
+    """"Lord Tony" put in a chain with a plural "they" cannot be one with Lord Antony's chain;
+    its mentions of "Lord Tony" go to him and the "they" stays out; a "Tony" that is nobody's
+    full name's pet name stays where it was, and so does the pet name of a chain bigger than
+    the holder's."""
+    text = ("Lord Antony Dewhurst came in. He sat. He smiled. He ate.\n\nLater Lord Tony laughed and Sir Andrew "
+            "smiled. They left. Lord Tony ran.")
+    antony = ["Lord Antony Dewhurst", "He#0", "He#1", "He#2"]
+    found = chains(text, [antony, ["Lord Tony#0", "They", "Lord Tony#1"], ["Sir Andrew"]])
+    assert together(found, "Lord Antony Dewhurst", "Lord Tony")
+    assert not together(found, "Lord Antony Dewhurst", "They")
+    plain = text.replace("Antony", "Arthur")
+    found = chains(plain, [["Lord Arthur Dewhurst", "He#0", "He#1", "He#2"], ["Lord Tony#0", "They", "Lord Tony#1"], ["Sir Andrew"]])
+    assert together(found, "Lord Tony", "They") and not together(found, "Lord Arthur Dewhurst", "Lord Tony")
+    few = chains(text, [["Lord Antony Dewhurst"], ["Lord Tony#0", "They", "Lord Tony#1"], ["Sir Andrew"]])
+    assert together(few, "Lord Tony", "They")  # the pet name's chain is the bigger: it keeps its name
+
+
+def test_book_evidence_never_joins_two_the_book_names_as_two_nor_two_genders_nor_one_scene():
+    """The windows of evidence_case put "Annie" and "Mrs. Strong" in one chain, five windows
+    running: joined (the case above). Not where the book writes "Annie and Mrs. Strong", nor
+    where Annie is a "he", nor on two windows' word (one scene)."""
+    text, windows, paragraphs = evidence_case(alone="Annie and Mrs. Strong walked.")
+    assert not together(chains(text, windows, paragraphs), "Annie", "Mrs. Strong")
+    text, windows, paragraphs = evidence_case()
+    he = text.replace("Annie smiled. She sang.", "Annie smiled. He sang.")
+
+    def renamed(m: str) -> str:  # Annie's "She#(2k+1)" is now her paragraph's "He#k"; Mrs. Strong's "She#k"
+        if not m.startswith("She#"):
+            return m
+        k = int(m[4:])
+        return f"He#{k // 2}" if k % 2 else f"She#{k // 2}"
+    he_windows = [[[renamed(m) for m in chain] for chain in window] for window in windows]
+    assert not together(chains(he, he_windows, paragraphs), "Annie", "Mrs. Strong")
+    text, windows, paragraphs = evidence_case(paragraphs=3)
+    assert not together(chains(text, windows, paragraphs), "Annie", "Mrs. Strong")
+
+
+@pytest.mark.parametrize("talks, joins", [(1, True), (2, False)])
+def test_book_evidence_outweighs_one_quote_of_the_two_talking_but_not_two(talks, joins):
+    """A quote where Annie's "I" speaks to "Mrs. Strong" says two people; one such quote is a
+    window's slip against five windows that say one, two are a talk (EVIDENCE_OVER_QUOTES)."""
+    from lfcli.pipelines.tasks.corefs.book_evidence import EVIDENCE_OVER_QUOTES
+
+    assert EVIDENCE_OVER_QUOTES * 1 <= 5 < EVIDENCE_OVER_QUOTES * 2
+    said = " ".join(["\u201cMrs. Strong, I am here,\u201d said Annie."] * talks)
+    text, windows, paragraphs = evidence_case(alone=said)
+    last = len(paragraphs)
+    windows = windows + [[[f"Mrs. Strong#{3 + k}" for k in range(talks)], [f"I#{k}" for k in range(talks)] + [f"Annie#{3 + k}" for k in range(talks)]]]
+    found = chains(text, windows, paragraphs + [(last, last)])
+    assert together(found, "Annie", "Mrs. Strong") is joins
+
+
+def test_book_evidence_leaves_a_chain_known_by_what_it_is_to_someone():
+    """"my aunt", which the narration says five times (so pass narrated_kin makes it a chain of
+    its own), linked to Mrs. Strong in every window, is still the narrator's aunt."""
+    text, windows, paragraphs = evidence_case(paragraphs=10)
+    aunt = text.replace("Annie smiled.", "My aunt smiled.")
+    windows = [[[m.replace("Annie#", "My aunt#") for m in chain] for chain in window] for window in windows]
+    assert not together(chains(aunt, windows, paragraphs), "My aunt", "Mrs. Strong")
+
+
+def test_a_pet_name_chain_that_gave_its_name_away_is_no_holder_of_it_for_the_next():
+    """"Ellen" (beside a "they") gives its mentions to Helena Graham; then "Nell", a pet name of
+    Ellen and of Helena, finds one holder, Helena, not the chain left nameless (a whole novel
+    once stopped here)."""
+    text = ("Helena Graham came in. She sat. She smiled. She ate. She slept.\n\nEllen laughed and Tom smiled. "
+            "They left. Ellen ran.\n\nNell sang. She left. She ran. She hid.")
+    found = chains(text, [["Helena Graham", "She#0", "She#1", "She#2", "She#3"], ["Ellen#0", "They", "Ellen#1"], ["Tom"],
+                          ["Nell", "She#4", "She#5", "She#6"]])
+    assert together(found, "Helena Graham", "Ellen", "Nell") and not together(found, "Helena Graham", "They")

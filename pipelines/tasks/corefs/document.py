@@ -46,6 +46,7 @@ class DocumentEntities:
         self.stories = sorted(stories)  # story breaks (stories.py): no chain crosses one, not even by name
         self.entities: list[Entity] = []
         self.previous: dict[Span, int] = {}  # the previous window's mentions -> entity
+        self.window_chains: list[list[list[Span]]] = []  # each window's chains, as decoded (book_evidence.py)
 
     def profile(self, spans) -> Profile:
         p = Profile()
@@ -60,7 +61,9 @@ class DocumentEntities:
         """One window's chains; `owned`: the tokens [lo, hi) whose mentions this window keeps."""
         lo, hi = owned
         current: dict[Span, int] = {}
-        for cluster in self._by_scene(clusters):
+        clusters = self._by_scene(clusters)
+        self.window_chains.append(clusters)
+        for cluster in clusters:
             profile = self.profile(cluster)
             votes = Counter(self.previous[m] for m in cluster if m in self.previous)
             target = next((e for e, _ in votes.most_common() if self.entities[e].profile.compatible(profile)), None)

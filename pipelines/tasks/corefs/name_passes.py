@@ -22,6 +22,8 @@ no two stories), and each has a switch (`LFCLI_COREF_OFF=name,...`, switches.py)
   addressed_titles  "my lady", "her ladyship" and the book's one Lady       title_nouns.py
   aliases           a name the book says a person is called by              aliases.py
                     ("called himself X", "whom they called X")
+  book_evidence     two entities many windows far apart each put in one     book_evidence.py
+                    chain ("Annie" and "Mrs. Strong"; "the stranger")
 
 A newcomer adding a pass writes a function `(doc, entities, state) -> entities` in a module of
 its own (its docstring: what it joins and what it never joins), tests it on a short text, and
@@ -33,6 +35,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from .aliases import join_aliases
+from .book_evidence import join_by_evidence
 from .chains import Entity, Joining
 from .families import book_families
 from .full_names import join_full_names
@@ -63,6 +66,7 @@ PASSES = (
     Pass("pet_names", join_pet_names),
     Pass("addressed_titles", join_addressed_titles),
     Pass("aliases", join_aliases),
+    Pass("book_evidence", join_by_evidence),
 )
 
 

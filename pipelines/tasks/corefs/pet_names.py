@@ -10,7 +10,10 @@ smaller into the bigger, when the two can be one person (entities.Profile: gende
 pronouns, forms of address, who speaks to whom).
 
 Where several entities hold such a full name, the biggest takes it if the others are its own
-fragments or people spoken of far less (_principal).
+fragments or people spoken of far less (_principal). A pet-name chain that cannot be one with
+the holder (a window put "Lord Tony" in a chain with a "they") gives the holder its mentions
+of the pet name and keeps the rest, as a chain of a name does in `same_name`; only the smaller
+of the two gives (a heroine's big "Lizzy" chain is not emptied into a stray "Elizabeth").
 
 Never joins: where two people of about equal weight hold a full given name the pet name may
 stand for (a book with a John and a Jonathan leaves its "Jack" alone); a pet name and a full name the
@@ -89,6 +92,11 @@ def _compatible(doc, o, e) -> bool:
     return o.profile.compatible(e.profile, same_name=True, names=False, quotes=False)
 
 
+def _compatible_mention(doc, o, mention) -> bool:
+    """Whether one mention of the pet name can be the holder's (as _compatible, one mention)."""
+    return o.profile.compatible(doc.profile([mention]), same_name=True, names=False, quotes=False)
+
+
 MINOR = 0.1  # other people holding the full name, in mentions, at most this share of the principal holder
 
 
@@ -109,8 +117,9 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     """Pass `pet_names` over a document's alive `entities` (document.DocumentEntities `doc`):
     see the module's notes. Returns the entities left."""
     named = [(e, doc.dominant_name(e)) for e in entities if e.into is None]
+    gave = set()  # id() of the entities that gave their pet name away: no longer of that name
     for e, name in sorted(named, key=lambda en: len(en[0].mentions)):
-        if e.into is not None or name is None or len(name.words - TITLES) != 1:
+        if e.into is not None or id(e) in gave or name is None or len(name.words - TITLES) != 1:
             continue
         (word,) = name.words - TITLES
         fulls = full_forms(word)
@@ -118,12 +127,17 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
             fulls = frozenset(w for _, n in named if n is not None for w in n.words if elided(word, w))
         if not fulls:
             continue
-        holders = _principal(_holders(named, e, word, fulls), doc)
+        holders = _principal(_holders([(o, n) for o, n in named if id(o) not in gave], e, word, fulls), doc)
         if len(holders) != 1:
             continue
         (o, full), = holders
         o = o.final()
-        if o is e or named_apart(doc.reader.text, word, full) or not _compatible(doc, o, e):
+        if o is e or named_apart(doc.reader.text, word, full):
+            continue
+        if not _compatible(doc, o, e):  # a window put "Lord Tony" beside a "they": the name goes, the rest stays
+            if len(e.mentions) < len(o.mentions):  # not a heroine's big "Lizzy" chain into a stray "Elizabeth"
+                if doc.lend_name(e, {name.words}, lambda m: [o] if _compatible_mention(doc, o, m) else []):
+                    gave.add(id(e))
             continue
         into, other = (o, e) if len(o.mentions) >= len(e.mentions) else (e, o)
         absorb(into, other)

@@ -4,7 +4,8 @@ Every pass is on. `LFCLI_COREF_OFF=pass,pass` turns the named ones off, for a be
 figure of one pass on the same build (benchmarks/coref_books.py and coref_narrators_many.py
 pass the environment to the lfcli they run):
 
-  stray_names, narrated_kin, same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases
+  stray_names, narrated_kin, same_name, short_names, full_names, married_names, pet_names, addressed_titles, aliases,
+  book_evidence
                     the name passes, in the order they run (name_passes.py)
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
   signed_letters    a letter copied into the prose is its signer's part (letters.py)
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import os
 
-NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases")
+NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases", "book_evidence")
 PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_vocatives", "narrator_voices", "taken_names", "signed_letters",
                         "mention_words", "nested_mentions", "defined_terms", "addressed_reader", "rare_names")
 ENV_VAR = "LFCLI_COREF_OFF"
