@@ -42,7 +42,7 @@ import itertools
 import re
 from collections import Counter
 
-from .chains import Entity, Joining, absorb, alive
+from .chains import Entity, Joining, absorb, alive, defines
 from .entities import TITLES
 from .families import given_and_surname
 from .pet_names import full_forms, spelled_apart
@@ -61,7 +61,7 @@ def window_votes(doc, entities: list[Entity]) -> tuple[Counter, Counter, dict]:
     for w, chains in enumerate(doc.window_chains):
         here, together = set(), set()
         for chain in chains:
-            found = sorted({owner[m] for m in chain if m in owner and _defines(doc.reader.mention(*m))})
+            found = sorted({owner[m] for m in chain if m in owner and defines(doc.reader.mention(*m))})
             here.update(found)
             together.update(itertools.combinations(found, 2))
         seen.update(here)
@@ -106,10 +106,6 @@ def join_by_evidence(doc, entities: list[Entity], state: Joining | None = None) 
     return alive(entities)
 
 
-def _defines(mention) -> bool:
-    """Whether a mention says who its entity is: a name or a noun phrase, not a pronoun or "you"."""
-    return not mention.kind and not mention.person
-
 
 def _said(doc, entity: Entity, name) -> str:
     """The text of the entity's commonest mention of `name`, as the book writes it."""
@@ -132,7 +128,7 @@ def _relative(doc, entity: Entity) -> bool:
     is talked of beside it (the narrator's mother to the neighbour she gossips about), so the
     pass leaves it (kin.py gathers a narrator's kin)."""
     said = Counter(" ".join(doc.reader.text_of(*m).lower().split()) for m in entity.mentions
-                   if _defines(doc.reader.mention(*m)))
+                   if defines(doc.reader.mention(*m)))
     return bool(said) and said.most_common(1)[0][0].split()[0] in _POSSESSIVES
 
 

@@ -30,6 +30,12 @@ class Entity:
         return e
 
 
+def defines(mention) -> bool:
+    """Whether a mention says who its entity is: a name or a noun phrase, not a pronoun or "you"
+    (a pronoun put in the wrong chain is the window model's commonest slip)."""
+    return not mention.kind and not mention.person
+
+
 def absorb(into: Entity, other: Entity) -> None:
     """`other`'s mentions and profile into `into`; `other` then points at it."""
     into.mentions = sorted(into.mentions + other.mentions)
