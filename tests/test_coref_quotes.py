@@ -242,3 +242,25 @@ def test_the_narrators_name_with_a_surname_goes_to_the_narrator_where_the_book_h
     narrator = next(g for g in groups if narration[0] in g)
     assert t("Ellen", 0) in narrator
     assert (full[0][0] in narrator) is moves
+
+
+def test_a_quote_after_narration_takes_its_last_sentences_person_across_wrapped_lines():
+    """The last sentence of the paragraph before runs over wrapped lines and names nobody ("...
+    escaped his lips."): the last person the paragraph names speaks ("Mr. Pett")."""
+    text = ("Through the house Mr. Pett was wandering. There was a look on his face,\n"
+            "and a muttered oath escaped his\nlips.\n\n\u201cDarn it!\u201d")
+    assert speakers(text, {"Mr. Pett": 0}) == [0]
+    text = "Anna sat down. Later Tom came in and\nlooked about him.\n\n\u201cWho?\u201d"  # the last sentence's own person
+    assert speakers(text, {"Anna": 0, "Tom": 1}) == [1]
+
+
+def test_the_longer_of_two_mentions_beside_a_speech_verb_speaks_and_nobody_calls_themself_by_name():
+    """"said his lady": the lady speaks, not "his" (her husband) that starts with her; and a
+    speaker found for a quote that calls that very person by name is dropped for the turns."""
+    text = "\u201cBut it is,\u201d said his lady.\n\n\u201cIs it?\u201d"
+    lady, his = text.index("his lady"), text.index("his")
+    assert attribute(text, quote_spans(text), [(his, his + 3, 0), (lady, lady + 8, 1)]) == [1, None]
+    text = "\u201cMy dear Mr. Bennet,\u201d said he.\n\n\u201cYes?\u201d said she.\n\n\u201cIt is let.\u201d"
+    he, she, bennet = text.index("he."), text.index("she."), text.index("Mr. Bennet")
+    found = attribute(text, quote_spans(text), [(he, he + 2, 0), (she, she + 3, 1)], addressed=[(bennet, bennet + 10, 0)])
+    assert found == [None, 1, None]

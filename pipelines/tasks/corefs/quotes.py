@@ -156,14 +156,16 @@ def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addres
     """Dialogue: in a run of quotes in consecutive paragraphs, the paragraphs of even and of odd
     turn are two speakers. Where the known speakers of each parity are one person each (or one
     side is known and its quotes address someone by name), the unknown quotes take their
-    parity's speaker."""
+    parity's speaker. A speaker found for a quote that calls that very person by name ("“My
+    dear Mr. Bennet,” said his lady to him") is a wrong one, and is dropped first."""
     to_whom = [set() for _ in quotes]
     starts = [a for a, _ in quotes]
     for a, _, entity in addressed:
         k = bisect.bisect_right(starts, a) - 1
         if k >= 0 and a < quotes[k][1]:
             to_whom[k].add(entity)
-    out = list(found)
+    out = [None if who in to_whom[k] else who for k, who in enumerate(found)]  # nobody calls themself by name
+    found = out[:]
     run = [0]
     for k in range(1, len(quotes) + 1):
         if k < len(quotes) and paragraph_of[k] - paragraph_of[run[-1]] in (0, 1):
@@ -201,11 +203,11 @@ def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool, 
     verb = verbs[0] if first else verbs[-1]
     inside = people[bisect.bisect_left(starts, zone[0]):bisect.bisect_left(starts, zone[1])]
     after = [p for p in inside if verb.end() <= p[0] <= verb.end() + NEAR and p[1] <= zone[1]]
-    if after:
-        return after[0][2]
+    if after:  # the nearest; of two that start together the longer: "said his wife", not "his"
+        return min(after, key=lambda p: (p[0], -p[1]))[2]
     before = [p for p in inside if verb.start() - NEAR <= p[1] <= verb.start()]
-    if before:
-        return before[-1][2]
+    if before:  # the nearest; of two that end together the longer: "Mr. Bennet's wife said"
+        return max(before, key=lambda p: (p[1], -p[0]))[2]
     if others:  # any mention right beside the verb: "said the child", "the child declared"
         inside = others[bisect.bisect_left(other_starts, zone[0] - NEAR):bisect.bisect_left(other_starts, zone[1])]
         after = [p for p in inside if verb.end() < p[0] <= verb.end() + 2 and p[1] <= zone[1]]
@@ -221,16 +223,26 @@ def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool, 
     return None
 
 
+_SENTENCE_END = re.compile(r"[.!?][\"\'\u201d\u2019)]*\s")
+
+
 def _after_narration(text: str, quotes, k: int, breaks: list[int], paragraph: int, people, starts) -> int | None:
     """For a quote alone in its paragraph: the first person named in the last sentence of the
-    paragraph before, when that paragraph is narration (no quote)."""
+    paragraph before, when that paragraph is narration (no quote); where that sentence names
+    nobody ("...a muttered oath escaped his lips."), the last person the paragraph names. A
+    sentence ends at a full stop, "!" or "?" before a space or a line end; a line end alone is
+    the text's wrapping, not a sentence's end."""
     lo = breaks[paragraph - 2] if paragraph >= 2 else 0
     hi = breaks[paragraph - 1]
     if k and quotes[k - 1][1] > lo:
         return None
-    sentence = max(text.rfind(". ", lo, hi - 2), text.rfind("\n", lo, hi - 2), lo)
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, lo, max(lo, hi - 2))]
+    sentence = ends[-1] if ends else lo
     inside = people[bisect.bisect_left(starts, sentence):bisect.bisect_left(starts, hi)]
-    return inside[0][2] if inside else None
+    if inside:
+        return inside[0][2]
+    before = people[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, sentence)]
+    return before[-1][2] if before else None
 
 
 def _only_person(paragraph: tuple[int, int], people, starts) -> int | None:
