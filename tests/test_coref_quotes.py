@@ -264,3 +264,11 @@ def test_the_longer_of_two_mentions_beside_a_speech_verb_speaks_and_nobody_calls
     he, she, bennet = text.index("he."), text.index("she."), text.index("Mr. Bennet")
     found = attribute(text, quote_spans(text), [(he, he + 2, 0), (she, she + 3, 1)], addressed=[(bennet, bennet + 10, 0)])
     assert found == [None, 1, None]
+
+
+def test_a_dialogue_side_is_the_person_who_speaks_most_of_its_known_quotes():
+    """Of a side's three known quotes two are Anna's and one a slip to Tom: Anna's side; one
+    each is no side."""
+    from lfcli.pipelines.tasks.corefs.quotes import _side
+
+    assert _side([0, 0, 1]) == {0} and _side([0, 1]) == {0, 1} and _side([]) == set()

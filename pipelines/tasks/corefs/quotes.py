@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 
 _OPEN_CLOSE = {"\u201c": "\u201d", "\u2018": "\u2019", '"': '"', "'": "'"}
 _QUOTE_MARKS = frozenset(_OPEN_CLOSE) | frozenset(_OPEN_CLOSE.values())
@@ -172,7 +173,7 @@ def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addres
             run.append(k)
             continue
         turns = {k2: (paragraph_of[k2] - paragraph_of[run[0]]) % 2 for k2 in run}
-        sides = [{found[k2] for k2 in run if turns[k2] == t and found[k2] is not None} for t in (0, 1)]
+        sides = [_side([found[k2] for k2 in run if turns[k2] == t and found[k2] is not None]) for t in (0, 1)]
         for t in (0, 1):  # one side known: the other is the one its quotes address, else the last other speaker
             spoken_to = set().union(*(to_whom[k2] for k2 in run if turns[k2] == t)) - sides[t]
             if len(sides[t]) == 1 and not sides[1 - t]:
@@ -187,6 +188,19 @@ def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addres
                     out[k2] = next(iter(sides[turns[k2]]))
         run = [k]
     return out
+
+
+SIDE_MAJORITY = 2 / 3  # of a side's known speakers, the share one person must have to be that side
+
+
+def _side(known: list[int]) -> set[int]:
+    """The speaker of one side of a dialogue from its quotes' known speakers: the one person who
+    speaks at least SIDE_MAJORITY of them (a "he" the windows gave the other man once is a
+    slip), else all of them (no one side)."""
+    if not known:
+        return set()
+    (who, k), = Counter(known).most_common(1)
+    return {who} if k >= SIDE_MAJORITY * len(known) else set(known)
 
 
 _NAME_AFTER = re.compile(r"\s+((?:[A-Z][\w'\u2019.-]*\s?){1,3})")
