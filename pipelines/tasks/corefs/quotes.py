@@ -157,16 +157,14 @@ def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addres
     """Dialogue: in a run of quotes in consecutive paragraphs, the paragraphs of even and of odd
     turn are two speakers. Where the known speakers of each parity are one person each (or one
     side is known and its quotes address someone by name), the unknown quotes take their
-    parity's speaker. A speaker found for a quote that calls that very person by name ("“My
-    dear Mr. Bennet,” said his lady to him") is a wrong one, and is dropped first."""
+    parity's speaker."""
     to_whom = [set() for _ in quotes]
     starts = [a for a, _ in quotes]
     for a, _, entity in addressed:
         k = bisect.bisect_right(starts, a) - 1
         if k >= 0 and a < quotes[k][1]:
             to_whom[k].add(entity)
-    out = [None if who in to_whom[k] else who for k, who in enumerate(found)]  # nobody calls themself by name
-    found = out[:]
+    out = list(found)
     run = [0]
     for k in range(1, len(quotes) + 1):
         if k < len(quotes) and paragraph_of[k] - paragraph_of[run[-1]] in (0, 1):
