@@ -244,16 +244,6 @@ def test_the_narrators_name_with_a_surname_goes_to_the_narrator_where_the_book_h
     assert (full[0][0] in narrator) is moves
 
 
-def test_a_quote_after_narration_takes_its_last_sentences_person_across_wrapped_lines():
-    """The last sentence of the paragraph before runs over wrapped lines and names nobody ("...
-    escaped his lips."): the last person the paragraph names speaks ("Mr. Pett")."""
-    text = ("Through the house Mr. Pett was wandering. There was a look on his face,\n"
-            "and a muttered oath escaped his\nlips.\n\n\u201cDarn it!\u201d")
-    assert speakers(text, {"Mr. Pett": 0}) == [0]
-    text = "Anna sat down. Later Tom came in and\nlooked about him.\n\n\u201cWho?\u201d"  # the last sentence's own person
-    assert speakers(text, {"Anna": 0, "Tom": 1}) == [1]
-
-
 def test_the_longer_of_two_mentions_beside_a_speech_verb_speaks():
     """"said his lady": the lady speaks, not "his" (her husband) that starts with her; "Mr.
     Bennet's wife said": the wife, not Mr. Bennet, whose name ends before hers."""

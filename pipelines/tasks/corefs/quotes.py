@@ -235,26 +235,16 @@ def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool, 
     return None
 
 
-_SENTENCE_END = re.compile(r"[.!?][\"\'\u201d\u2019)]*\s")
-
-
 def _after_narration(text: str, quotes, k: int, breaks: list[int], paragraph: int, people, starts) -> int | None:
     """For a quote alone in its paragraph: the first person named in the last sentence of the
-    paragraph before, when that paragraph is narration (no quote); where that sentence names
-    nobody ("...a muttered oath escaped his lips."), the last person the paragraph names. A
-    sentence ends at a full stop, "!" or "?" before a space or a line end; a line end alone is
-    the text's wrapping, not a sentence's end."""
+    paragraph before, when that paragraph is narration (no quote)."""
     lo = breaks[paragraph - 2] if paragraph >= 2 else 0
     hi = breaks[paragraph - 1]
     if k and quotes[k - 1][1] > lo:
         return None
-    ends = [m.end() for m in _SENTENCE_END.finditer(text, lo, max(lo, hi - 2))]
-    sentence = ends[-1] if ends else lo
+    sentence = max(text.rfind(". ", lo, hi - 2), text.rfind("\n", lo, hi - 2), lo)
     inside = people[bisect.bisect_left(starts, sentence):bisect.bisect_left(starts, hi)]
-    if inside:
-        return inside[0][2]
-    before = people[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, sentence)]
-    return before[-1][2] if before else None
+    return inside[0][2] if inside else None
 
 
 def _only_person(paragraph: tuple[int, int], people, starts) -> int | None:
