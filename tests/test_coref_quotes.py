@@ -91,13 +91,14 @@ def token(spans, text: str, word: str, k: int = 0) -> tuple[int, int]:
 def test_a_quotes_i_joins_its_speaker_and_the_narration_i_is_one_narrator_named_by_the_others():
     text = ("I walked to the inn. " * 10 + "\n\n"  # ten narration "I": a first-person narration
             "\u201cJim, sit here,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n"
-            "\u201cJim, eat,\u201d said Silver.\n\n\u201cGood,\u201d said I. I smiled.")
+            "\u201cJim, eat,\u201d said Silver.\n\n\u201cGood,\u201d said I. I smiled.\n\n"
+            "\u201cJim, go,\u201d said Silver.")
     reader, spans = reader_over_words(text)
     t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
     narration = [t("I", k) for k in range(10)] + [t("I", 11), t("I", 12), t("I", 13)]
     groups = [narration[:10],  # the windows put the narrator's "I" in three chains
-              [t("Silver", 0), t("Silver", 1)],
-              [t("Jim", 0), t("Jim", 1)],
+              [t("Silver", 0), t("Silver", 1), t("Silver", 2)],
+              [t("Jim", 0), t("Jim", 1), t("Jim", 2)],
               [t("I", 10), narration[10]],  # the quote's "I" with the first "said I"
               narration[11:]]
     speakers = give_quotes(reader, groups, breaks=[], stories=[])
@@ -105,8 +106,22 @@ def test_a_quotes_i_joins_its_speaker_and_the_narration_i_is_one_narrator_named_
     assert all(i in groups[narrator] for i in narration)
     assert t("I", 10) in groups[narrator]  # "I will," said I: the narrator's
     assert t("Jim", 0) in groups[narrator]  # what Silver calls the narrator, in quotes next to the narrator's
-    assert speakers == [1, narrator, 1, narrator]
+    assert speakers == [1, narrator, 1, narrator, 1]
     assert groups[2] == [] and groups[3] == [] and groups[4] == []
+
+
+@pytest.mark.parametrize("calls, named", [(2, False), (3, True)])
+def test_the_narrator_takes_the_name_said_to_them_three_times_not_twice(calls, named):
+    """Peleg calls Bildad by name twice beside the narrator's answers, in a scene of three:
+    two such quotes name nobody; three do ("Jim" said to the narrator beside his answers)."""
+    from lfcli.pipelines.tasks.corefs.speakers import _narrator_name
+
+    text = "\u201cBildad, look,\u201d said Peleg.\n\n\u201cYes,\u201d said I.\n\n" * calls
+    reader, spans = reader_over_words(text)
+    narrator, peleg, bildad = 0, 1, 2
+    speakers = [peleg, narrator] * calls
+    addressed = [(a, z, bildad) for a, z in spans if text[a:z] == "Bildad"]
+    assert (_narrator_name(reader.quotes, speakers, addressed, narrator) == bildad) is named
 
 
 @pytest.mark.parametrize("title, moves", [("Captain", True), ("Mrs.", False)])
@@ -117,13 +132,14 @@ def test_the_narrators_name_in_other_chains_goes_to_the_narrator(title, moves):
     text = ("I walked to the inn. " * 10 + "Mr. Hawkins was away.\n\n"
             "\u201cHawkins, sit here,\u201d said Silver.\n\n\u201cI will,\u201d said I.\n\n"
             "\u201cHawkins, eat,\u201d said Silver.\n\n\u201cGood,\u201d said I. He smiled.\n\n"
+            "\u201cHawkins, go,\u201d said Silver.\n\n"
             f"{title} Hawkins came. {title} Hawkins left. She ran.")
     reader, spans = reader_over_words(text)
     t = lambda w, k=0: token(spans, text, w, k)  # noqa: E731
     narration = [t("I", k) for k in range(10)] + [t("I", 11), t("I", 12)]
     word = title.rstrip(".")
-    titled = [(t(word, 0)[0], t("Hawkins", 3)[1]), (t(word, 1)[0], t("Hawkins", 4)[1])]
-    groups = [list(narration), [t("Silver", 0), t("Silver", 1)], [t("Hawkins", 1), t("Hawkins", 2), t("He")],
+    titled = [(t(word, 0)[0], t("Hawkins", 4)[1]), (t(word, 1)[0], t("Hawkins", 5)[1])]
+    groups = [list(narration), [t("Silver", k) for k in range(3)], [t("Hawkins", 1), t("Hawkins", 2), t("Hawkins", 3), t("He")],
               [t("I", 10)], [*titled, t("She")]]
     give_quotes(reader, groups, breaks=[], stories=[])
     narrator = next(k for k, g in enumerate(groups) if narration[0] in g)
@@ -164,14 +180,18 @@ def test_a_pet_name_joins_the_one_who_answers_to_it(answerer, joins):
     assert (groups[0] == []) is joins
 
 
-def test_narrators_run_through_scenes_but_not_across_a_story_or_a_long_third_person_scene():
+def test_a_narrator_runs_through_every_scene_of_a_story_but_not_across_a_story_break(monkeypatch):
     told = lambda n, k: [((i, i), k) for i in range(n)]  # noqa: E731
-    narration = {0: told(30, 0), 1: told(3, 1), 2: told(40, 2), 4: told(30, 3)}
-    # scene 1 is short (says nothing), scene 3 is long and holds no "I": two narrators
-    breaks, n = [3000, 3500, 7000, 12000], 15000
-    runs = _narrations(narration, breaks, [], n)
-    assert [len(r) for r in runs] == [73, 30]
-    assert [len(r) for r in _narrations(narration, breaks, [3500], n)] == [33, 40, 30]  # a story break at 3500
+    narration = {1: told(30, 0), 2: told(3, 1), 3: told(40, 2), 5: told(30, 3), 6: told(5, 4), 7: told(2, 4)}
+    # scene 0 (before any "I") starts no narrator; scene 2 is short and scene 4 long, both
+    # saying "I" seldom or never: the narrator goes on through them (Huckleberry Finn's loafers);
+    # scenes 6 (long) and 7 (short) come after the last first-person scene: no narrator's
+    breaks, n = [1000, 4000, 4500, 8000, 13000, 16000, 19000], 19500
+    assert [len(r) for r in _narrations(narration, breaks, [], n)] == [103]
+    assert [len(r) for r in _narrations(narration, breaks, [4500], n)] == [33, 70]  # a story break at 4500
+    monkeypatch.setenv("LFCLI_COREF_OFF", "narrator_through_scenes")  # as before: the long scene 4 ends it
+    assert [len(r) for r in _narrations(narration, breaks, [], n)] == [73, 30]
+    assert [len(r) for r in _narrations(narration, breaks, [4500], n)] == [33, 40, 30]
 
 
 def test_a_story_break_holds_only_where_the_people_change_for_good():
@@ -261,3 +281,26 @@ def test_a_dialogue_side_is_the_person_who_speaks_most_of_its_known_quotes():
     from lfcli.pipelines.tasks.corefs.quotes import _side
 
     assert _side([0, 0, 1]) == {0} and _side([0, 1]) == {0, 1} and _side([]) == set()
+
+
+def test_the_one_spoken_to_after_the_verb_is_not_who_speaks():
+    """"My uncle saw me staring and said to me:": the uncle speaks, not "me"."""
+    text = "My uncle saw me staring and said to me:\n\n\u201cWell, so he is gone.\u201d"
+    assert speakers(text, {"My uncle": 0, "me": 1}) == [0]
+
+
+def test_a_quote_after_narration_in_its_paragraph_is_spoken_by_whom_the_sentence_before_names():
+    """No speech verb: the first person of the sentence just before the quote speaks; narration
+    after a quote (often the listener's reaction) names no speaker."""
+    text = ("Kronborg coughed behind his hand. He smiled at the doctor. \u201cWell, we should go.\u201d\n\n"
+            "\u201cYour mamma is gone.\u201d Philip did not know what Emma meant.")
+    assert speakers(text, {"Kronborg": 0, "He": 0, "doctor": 1, "Philip": 2, "Emma": 3}) == [0, None]
+
+
+def test_a_quote_led_in_by_the_paragraph_before_keeps_its_speaker_s_turn():
+    """"...she announced abruptly:" then her quote in the next paragraph: she speaks twice in a
+    row, and the dialogue's turns count from there (the unknown quotes before are hers and his)."""
+    text = ("\u201cIt is over there,\u201d he answered.\n\n\u201cBehind the sun?\u201d\n\n\u201cOh, no!\u201d\n\n"
+            "\u201cThen it is near,\u201d she declared, and looked up and announced:\n\n"
+            "\u201cI am hungry.\u201d\n\n\u201cSo am I,\u201d answered the boy.\n\n\u201cYes,\u201d she said.")
+    assert speakers(text, {"he": 0, "the boy": 0, "she": 1}) == [0, 1, 0, 1, 1, 0, 1]

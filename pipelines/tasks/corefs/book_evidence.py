@@ -39,13 +39,12 @@ entities seen together in many windows but put in one chain by a few (two friend
 from __future__ import annotations
 
 import itertools
-import re
 from collections import Counter
 
 from .chains import Entity, Joining, absorb, alive, defines
 from .entities import TITLES
 from .families import given_and_surname
-from .pet_names import full_forms, spelled_apart
+from .pet_names import full_forms, named_apart, spelled_apart
 EVIDENCE_WINDOWS = 3  # windows that vote for the two, at least
 EVIDENCE_SPREAD = 3  # windows between the first vote and the last, at least
 EVIDENCE_SHARE = 0.5  # votes over the windows that see the entity seen less, at least
@@ -71,11 +70,10 @@ def window_votes(doc, entities: list[Entity]) -> tuple[Counter, Counter, dict]:
     return votes, seen, where
 
 
-def join_by_evidence(doc, entities: list[Entity], state: Joining | None = None) -> list[Entity]:
+def join_by_evidence(doc, entities: list[Entity], state: Joining) -> list[Entity]:
     """Pass `book_evidence` over the document's alive `entities` (see the module's notes).
     Returns the entities left."""
     entities = alive(entities)
-    families = state.families if state is not None else None
     votes, seen, where = window_votes(doc, entities)
     partners: dict[int, Counter] = {}  # entity -> votes with each other entity
     for (a, b), k in votes.items():
@@ -97,9 +95,9 @@ def join_by_evidence(doc, entities: list[Entity], state: Joining | None = None) 
         if EVIDENCE_OVER_QUOTES * _spoken_to(x.profile.quotes, y.profile.quotes) > k:
             continue
         names = doc.dominant_name(x), doc.dominant_name(y)
-        if all(names) and _named_as_two(doc.reader.text, *(_said(doc, e, n) for e, n in zip((x, y), names))):
+        if all(names) and named_apart(doc.reader.text, *(_said(doc, e, n) for e, n in zip((x, y), names))):
             continue
-        if _two_given_names(_given_names(doc, x, families), _given_names(doc, y, families)):
+        if _two_given_names(_given_names(doc, x, state.families), _given_names(doc, y, state.families)):
             continue
         into, other = (x, y) if len(x.mentions) >= len(y.mentions) else (y, x)
         absorb(into, other)
@@ -111,12 +109,6 @@ def _said(doc, entity: Entity, name) -> str:
     """The text of the entity's commonest mention of `name`, as the book writes it."""
     texts = Counter(doc.reader.text_of(*m) for m in entity.mentions if doc.reader.mention(*m).name == name)
     return texts.most_common(1)[0][0]
-
-
-def _named_as_two(text: str, a: str, b: str) -> bool:
-    """Whether the book writes the two names as two people in one phrase: "A and B", "B and A"."""
-    a, b = re.escape(a), re.escape(b)
-    return re.search(rf"\b{a}\b[^.!?\n]{{0,30}}\band\s+{b}\b|\b{b}\b[^.!?\n]{{0,30}}\band\s+{a}\b", text) is not None
 
 
 _POSSESSIVES = ("my", "his", "her", "our", "their", "your", "thy")

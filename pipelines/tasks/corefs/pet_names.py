@@ -48,8 +48,9 @@ def full_forms(word: str) -> frozenset:
 
 def named_apart(text: str, a: str, b: str) -> bool:
     """Whether the book says the two names side by side as two people: "A and B" or "B and A"
-    (capitalised as names, within one sentence)."""
-    a, b = re.escape(a.capitalize()), re.escape(b.capitalize())
+    within one sentence ("Jim and his brother James"). A name in lower case is looked for
+    capitalised ("jim": "Jim"); one as the book writes it ("Mr. Rivers") as it is."""
+    a, b = (re.escape(n.capitalize() if n.islower() else n) for n in (a, b))
     return re.search(rf"\b{a}\b[^.!?\n]{{0,30}}\band\b[^.!?\n]{{0,12}}\b{b}\b|\b{b}\b[^.!?\n]{{0,30}}\band\b"
                      rf"[^.!?\n]{{0,12}}\b{a}\b", text) is not None
 

@@ -100,7 +100,9 @@ SPEECH_VERBS = frozenset(
     "observed remarked muttered whispered shouted called began rejoined inquired enquired repeated resumed interrupted "
     "declared growled sighed murmured stammered retorted responded told protested urged pursued demanded pleaded "
     "persisted explained suggested admitted agreed insisted roared screamed sobbed laughed went thought "
-    "groaned grumbled snapped gasped panted whimpered bawled yelled hissed faltered concluded ejaculated".split())
+    "groaned grumbled snapped gasped panted whimpered bawled yelled hissed faltered concluded ejaculated "
+    "announced commented assented objected echoed ventured corrected warned shrieked mumbled drawled blurted "
+    "sneered scoffed asserted".split())
 _SPEECH_VERB = re.compile(r"\b(?:%s)\b" % "|".join(sorted(SPEECH_VERBS)), re.IGNORECASE)
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 ZONE = 120  # characters looked at before and after a quote for who speaks it
@@ -122,20 +124,25 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
     "“...,” he answered") or just before it ("Jane, taking out the letter, said: “...”", also
     at the end of the paragraph before, when it ends in a comma or colon); the speaker of an
     earlier quote of the same paragraph (“...,” said he, “...”); the one person a paragraph
-    names outside its quotes ("Elizabeth smiled. “...”"); the person the last sentence of the
+    names outside its quotes ("Elizabeth smiled. “...”"); the person who starts the sentence just
+    before the quote in its paragraph ("He smiled at them. “...”"); the person the last sentence of the
     paragraph before names first, for a quote alone in its paragraph after narration ("In the
     hall the doctor stopped.\n\n“You've sent for...”"); and in a dialogue (quotes in
-    consecutive paragraphs) the two speakers take turns (_take_turns)."""
+    consecutive paragraphs) the two speakers take turns (_take_turns), a quote led in by the
+    paragraph before ("...she announced:") taking that paragraph's turn. Who is spoken to after
+    the verb ("said to me") never speaks."""
     starts = [p[0] for p in people]
     other_starts = [p[0] for p in others]
     breaks = [m.start() for m in _PARAGRAPH.finditer(text)]
     found: list[int | None] = []
     paragraph_of: list[int] = []
+    turn_of: list[int] = []  # the paragraph whose turn in a dialogue a quote is (_take_turns)
     for k, (a, b) in enumerate(quotes):
         paragraph = bisect.bisect_right(breaks, a)
         p0 = breaks[paragraph - 1] if paragraph else 0
         p1 = breaks[paragraph] if paragraph < len(breaks) else len(text)
-        if paragraph >= 2 and text[:p0].rstrip()[-1:] in (",", ":"):  # "...as he had said at dinner,\n\n“Poor..."
+        led_in = paragraph >= 2 and text[:p0].rstrip()[-1:] in (",", ":")
+        if led_in:  # "...as he had said at dinner,\n\n“Poor..."
             p0 = breaks[paragraph - 2]
         after = (b, min(quotes[k + 1][0] if k + 1 < len(quotes) else len(text), p1, b + ZONE))
         before = (max(quotes[k - 1][1] if k else 0, p0, a - ZONE), a)
@@ -146,11 +153,16 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
             speaker = found[-1]  # the same paragraph's speaker goes on
         if speaker is None:
             speaker = _only_person((p0, p1), people, starts)
+        if speaker is None:
+            speaker = _beside_narration(text, before[0], a, people, starts)
         if speaker is None and paragraph and not text[p0:a].strip() and not text[b:p1].strip():
             speaker = _after_narration(text, quotes, k, breaks, paragraph, people, starts)
         found.append(speaker)
         paragraph_of.append(paragraph)
-    return _take_turns(quotes, found, paragraph_of, addressed)
+        # a quote led in by the paragraph before ("...she announced abruptly:\n\n“I'se hungry.”") is
+        # that paragraph's turn, not the next one: its speaker speaks twice in a row
+        turn_of.append(paragraph - 1 if led_in and k and paragraph_of[-2] == paragraph - 1 else paragraph)
+    return _take_turns(quotes, found, turn_of, addressed)
 
 
 def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addressed) -> list[int | None]:
@@ -201,6 +213,7 @@ def _side(known: list[int]) -> set[int]:
     return {who} if k >= SIDE_MAJORITY * len(known) else set(known)
 
 
+_OBJECTS = frozenset("me him us them thee himself herself myself themselves".split())  # never who speaks
 _NAME_AFTER = re.compile(r"\s+((?:[A-Z][\w'\u2019.-]*\s?){1,3})")
 _NAME_BEFORE = re.compile(r"((?:[A-Z][\w'\u2019.-]*\s){1,3})(?:\w+ly\s+)?$")
 
@@ -213,7 +226,8 @@ def _beside_verb(text: str, zone: tuple[int, int], people, starts, first: bool, 
     if not verbs:
         return None
     verb = verbs[0] if first else verbs[-1]
-    inside = people[bisect.bisect_left(starts, zone[0]):bisect.bisect_left(starts, zone[1])]
+    inside = [p for p in people[bisect.bisect_left(starts, zone[0]):bisect.bisect_left(starts, zone[1])]
+              if text[p[0]:p[1]].lower() not in _OBJECTS]  # "said to me": the one spoken to
     after = [p for p in inside if verb.end() <= p[0] <= verb.end() + NEAR and p[1] <= zone[1]]
     if after:  # the nearest; of two that start together the longer: "said his wife", not "his"
         return min(after, key=lambda p: (p[0], -p[1]))[2]
@@ -245,6 +259,21 @@ def _after_narration(text: str, quotes, k: int, breaks: list[int], paragraph: in
     sentence = max(text.rfind(". ", lo, hi - 2), text.rfind("\n", lo, hi - 2), lo)
     inside = people[bisect.bisect_left(starts, sentence):bisect.bisect_left(starts, hi)]
     return inside[0][2] if inside else None
+
+
+_SENTENCE_END = re.compile(r"[.!?][\u201d\u2019\"')]*\s+")
+
+
+def _beside_narration(text: str, lo: int, a: int, people, starts) -> int | None:
+    """For a quote (starting at `a`) after narration in its paragraph (from `lo`), no speech
+    verb beside it: the person the last sentence before it starts with, its subject ("Mr.
+    Kronborg coughed behind his hand. He controlled it only by calling upon his pulpit manner.
+    “Well, I think...”"). Not a person further in, nor the narration after a quote: that is
+    often the listener's ("“Your mamma's gone away.” Philip did not know what she meant.")."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, lo, a) if text[m.end():a].strip()]
+    lo = ends[-1] if ends else lo  # the start of the last sentence before the quote
+    inside = people[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, a)]
+    return inside[0][2] if inside and not text[lo:inside[0][0]].strip() else None
 
 
 def _only_person(paragraph: tuple[int, int], people, starts) -> int | None:

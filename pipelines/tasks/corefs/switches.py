@@ -9,6 +9,9 @@ pass the environment to the lfcli they run):
                     the name passes, in the order they run (name_passes.py)
   headed_sections   narrators by headed section (narrators.py, speakers.by_writer)
   signed_letters    a letter copied into the prose is its signer's part (letters.py)
+  narrator_through_scenes  a narrator goes on through the scenes that say "I" seldom, to
+                    the next story break (speakers._narrations); off: a scene of 2,000 tokens
+                    told otherwise ends the narrator
   narrator_voices   a narrator called by a man's names in some chapters and a woman's in
                     others is two narrators (voices.py)
   narrator_names    every name others call the narrator by joins the narrator
@@ -32,7 +35,7 @@ from __future__ import annotations
 import os
 
 NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases", "book_evidence")
-PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_vocatives", "narrator_voices", "taken_names", "signed_letters",
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_vocatives", "narrator_through_scenes", "narrator_voices", "taken_names", "signed_letters",
                         "mention_words", "nested_mentions", "defined_terms", "addressed_reader", "rare_names")
 ENV_VAR = "LFCLI_COREF_OFF"
 
