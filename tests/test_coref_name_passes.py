@@ -489,3 +489,23 @@ def test_a_pet_name_chain_that_gave_its_name_away_is_no_holder_of_it_for_the_nex
     found = chains(text, [["Helena Graham", "She#0", "She#1", "She#2", "She#3"], ["Ellen#0", "They", "Ellen#1"], ["Tom"],
                           ["Nell", "She#4", "She#5", "She#6"]])
     assert together(found, "Helena Graham", "Ellen", "Nell") and not together(found, "Helena Graham", "They")
+
+
+@pytest.mark.parametrize("surname, joins", [("Dewhurst", True), ("Micawber", False)])
+def test_a_pet_name_said_with_a_surname_the_holder_never_says_is_a_name_of_its_own(surname, joins):
+    """The table knows "Emma" as a form of Emily; a chain that says "Emma Micawber" is Mrs.
+    Micawber, not little Em'ly, whose chain never says Micawber. "Emma Dewhurst" beside "Emily
+    Dewhurst" shares its surname and stays the pet name's case."""
+    text = f"Emily Dewhurst came in. She sat.\n\nLater Emma {surname} laughed. She left. Emma ran. Emma sat."
+    found = chains(text, [["Emily Dewhurst", "She#0"], [f"Emma {surname}", "She#1", "Emma#1", "Emma#2"]])
+    assert together(found, "Emily Dewhurst", "Emma") is joins
+
+
+@pytest.mark.parametrize("apart, joins", [(False, True), (True, False)])
+def test_a_full_name_joins_no_two_the_book_writes_as_two(apart, joins):
+    """Pass `full_names`: "Ham Peggotty" said once makes "Mr. Peggotty" a part of Ham's name,
+    but the book that says "Mr. Peggotty and Ham" has two people."""
+    both = " Mr. Peggotty and Ham went out." if apart else " Then they went out."
+    text = (f"Ham Peggotty came. He sat. Ham spoke. Ham ate.\n\nMr. Peggotty wrote. He smiled. Mr. Peggotty sang.{both}")
+    found = chains(text, [["Ham Peggotty", "He#0", "Ham#1", "Ham#2"], ["Mr. Peggotty#0", "He#1", "Mr. Peggotty#1"]])
+    assert together(found, "Ham", "Mr. Peggotty") is joins

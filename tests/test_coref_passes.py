@@ -9,7 +9,8 @@ from test_coref_entities import reader_and_spans
 
 from lfcli.pipelines.tasks.corefs.document import DocumentEntities
 from lfcli.pipelines.tasks.corefs.narrators import headed_sections, writer_key
-from lfcli.pipelines.tasks.corefs.pet_names import full_forms, named_apart
+from lfcli.pipelines.tasks.corefs.chains import named_apart
+from lfcli.pipelines.tasks.corefs.pet_names import full_forms
 from lfcli.pipelines.tasks.corefs.speakers import NARRATOR_DENSITY, give_quotes
 
 

@@ -41,10 +41,10 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 
-from .chains import Entity, Joining, absorb, alive, defines
+from .chains import Entity, Joining, absorb, alive, defines, named_apart, said_as
 from .entities import TITLES
 from .families import given_and_surname
-from .pet_names import full_forms, named_apart, spelled_apart
+from .pet_names import full_forms, spelled_apart
 EVIDENCE_WINDOWS = 3  # windows that vote for the two, at least
 EVIDENCE_SPREAD = 3  # windows between the first vote and the last, at least
 EVIDENCE_SHARE = 0.5  # votes over the windows that see the entity seen less, at least
@@ -95,7 +95,7 @@ def join_by_evidence(doc, entities: list[Entity], state: Joining) -> list[Entity
         if EVIDENCE_OVER_QUOTES * _spoken_to(x.profile.quotes, y.profile.quotes) > k:
             continue
         names = doc.dominant_name(x), doc.dominant_name(y)
-        if all(names) and named_apart(doc.reader.text, *(_said(doc, e, n) for e, n in zip((x, y), names))):
+        if all(names) and named_apart(doc.reader.text, *(said_as(doc, e, n) for e, n in zip((x, y), names))):
             continue
         if _two_given_names(_given_names(doc, x, state.families), _given_names(doc, y, state.families)):
             continue
@@ -103,12 +103,6 @@ def join_by_evidence(doc, entities: list[Entity], state: Joining) -> list[Entity
         absorb(into, other)
     return alive(entities)
 
-
-
-def _said(doc, entity: Entity, name) -> str:
-    """The text of the entity's commonest mention of `name`, as the book writes it."""
-    texts = Counter(doc.reader.text_of(*m) for m in entity.mentions if doc.reader.mention(*m).name == name)
-    return texts.most_common(1)[0][0]
 
 
 _POSSESSIVES = ("my", "his", "her", "our", "their", "your", "thy")

@@ -8,6 +8,8 @@ that a pass holding an old reference finds the entity it now lives in (`final`).
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .entities import Profile
@@ -46,6 +48,25 @@ def absorb(into: Entity, other: Entity) -> None:
 def alive(entities: list[Entity]) -> list[Entity]:
     """The entities not absorbed into another and not emptied by a lent name."""
     return [e for e in entities if e.into is None and e.mentions]
+
+
+def named_apart(text: str, a: str, b: str) -> bool:
+    """Whether the book says the two names side by side as two people: "A and B" or "B and A"
+    within one sentence ("Jim and his brother James"). A name in lower case is looked for
+    capitalised ("jim": "Jim"); one as the book writes it ("Mr. Rivers") as it is."""
+    if not a.strip() or not b.strip():
+        return False
+    a, b = (re.escape(n.capitalize() if n.islower() else n) for n in (a, b))
+    between = r"\s+(?:[a-z]+\s+){0,2}"  # "and his brother James"; not "and Isabella Linton", another name's part
+    return re.search(rf"\b{a}\b[^.!?\n]{{0,30}}\band{between}{b}\b|\b{b}\b[^.!?\n]{{0,30}}\band{between}{a}\b",
+                     text) is not None
+
+
+def said_as(doc, entity: Entity, name) -> str:
+    """The text of the entity's commonest mention of `name` (an entities.Name), as the book
+    writes it ("Mr. Peggotty"); "" if none."""
+    texts = Counter(doc.reader.text_of(*m) for m in entity.mentions if doc.reader.mention(*m).name == name)
+    return texts.most_common(1)[0][0] if texts else ""
 
 
 @dataclass

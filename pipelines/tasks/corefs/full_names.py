@@ -18,14 +18,16 @@ Lucas"), or the full names are one person's but for titles ("Squire Trelawney", 
 Trelawney"); names of two genders or forms of address ("Mr. Bennet" is no part of "Jane
 Bennet"); an entity whose names are not nearly all parts of that full name ("Sir William", whose
 chain also says "William Lucas", is not the "William" of "William Collins"); entities that say
-nothing of a person ("the Royal George", a ship, is no "George Merry").
+nothing of a person ("the Royal George", a ship, is no "George Merry"); entities whose names
+the book writes side by side as two ("Mr. Peggotty and Ham", though it once says "Ham
+Peggotty" of his nephew: chains.named_apart).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from .chains import Entity, Joining, absorb, alive
+from .chains import Entity, Joining, absorb, alive, named_apart, said_as
 from .entities import TITLES, Name
 from .families import given_and_surname
 
@@ -78,6 +80,8 @@ def join_full_names(doc, entities: list[Entity], state: Joining) -> list[Entity]
         if (state.shared_surname(own, doc.reader.forms) and not fulls[id(o)] & {n.words for n in e.profile.names}
                 and own not in o.profile.names):
             continue  # "Mr. Earnshaw" in a book of several: only where one of the two chains says it is that one
+        if named_apart(doc.reader.text, said_as(doc, e, own), said_as(doc, o, doc.dominant_name(o) or own)):
+            continue  # "Mr. Peggotty and Ham": two people, though the book once says "Ham Peggotty"
         if doc.compatible(o, e, names=False):  # the full name says the names are one person's ("Miss Darcy", "Georgiana")
             absorb(o, e)
         elif LEND_SIZE * len(o.mentions) >= len(e.mentions) and doc.lend_name(

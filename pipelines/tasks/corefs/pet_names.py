@@ -26,9 +26,8 @@ are two women in one book).
 from __future__ import annotations
 
 import functools
-import re
 
-from .chains import Entity, Joining, absorb, alive
+from .chains import Entity, Joining, absorb, alive, named_apart
 from .entities import TITLES
 
 
@@ -44,15 +43,6 @@ def full_forms(word: str) -> frozenset:
     """The given names `word` (lower case) is a pet name or short form of: "lizzy" ->
     {"elizabeth"}; empty for a word the table does not know as one."""
     return frozenset(_table().canonicals_of(word)) - {word}
-
-
-def named_apart(text: str, a: str, b: str) -> bool:
-    """Whether the book says the two names side by side as two people: "A and B" or "B and A"
-    within one sentence ("Jim and his brother James"). A name in lower case is looked for
-    capitalised ("jim": "Jim"); one as the book writes it ("Mr. Rivers") as it is."""
-    a, b = (re.escape(n.capitalize() if n.islower() else n) for n in (a, b))
-    return re.search(rf"\b{a}\b[^.!?\n]{{0,30}}\band\b[^.!?\n]{{0,12}}\b{b}\b|\b{b}\b[^.!?\n]{{0,30}}\band\b"
-                     rf"[^.!?\n]{{0,12}}\b{a}\b", text) is not None
 
 
 def _holders(named, e, word: str, fulls: frozenset) -> list:
@@ -98,6 +88,19 @@ def _compatible_mention(doc, o, mention) -> bool:
     return o.profile.compatible(doc.profile([mention]), same_name=True, names=False, quotes=False)
 
 
+def _own_surname(doc, e: Entity, word: str, holder: Entity) -> bool:
+    """Whether the pet-name chain says its name with a surname of its own, one the holder's
+    names never say ("EMMA MICAWBER" and "Mrs. Micawber" beside "Emily" and "little Em"): then
+    it is a given name in its own right (the table knows "Emma" as a form of Emily), and two
+    people. "Tony Dewhurst" beside "Lord Antony Dewhurst" shares its surname and is one."""
+    theirs = {w for m in holder.mentions if (n := doc.reader.mention(*m).name) is not None for w in n.words}
+    for m in e.mentions:
+        name = doc.reader.mention(*m).name
+        if name is not None and word in name.words and name.words - TITLES - {word} - theirs:
+            return True
+    return False
+
+
 MINOR = 0.1  # other people holding the full name, in mentions, at most this share of the principal holder
 
 
@@ -133,7 +136,7 @@ def join_pet_names(doc, entities: list[Entity], state: Joining) -> list[Entity]:
             continue
         (o, full), = holders
         o = o.final()
-        if o is e or named_apart(doc.reader.text, word, full):
+        if o is e or named_apart(doc.reader.text, word, full) or _own_surname(doc, e, word, o):
             continue
         if not _compatible(doc, o, e):  # a window put "Lord Tony" beside a "they": the name goes, the rest stays
             if len(e.mentions) < len(o.mentions):  # not a heroine's big "Lizzy" chain into a stray "Elizabeth"
