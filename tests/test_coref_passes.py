@@ -350,3 +350,13 @@ def test_my_lady_joins_the_one_lady_the_book_names(monkeypatch):
     assert not any({"Lady Verinder", "my lady"} <= c for c in lady_chains(two))
     monkeypatch.setenv("LFCLI_COREF_OFF", "addressed_titles")
     assert not any({"Lady Verinder", "my lady"} <= c for c in lady_chains(text))
+
+
+def test_a_headed_writer_s_chain_is_titled_by_the_heading_when_its_commonest_name_cannot_be_theirs():
+    """Lady Belmont's one letter: a window filled her chain with her daughter's "Miss Belmont"."""
+    from lfcli.pipelines.tasks.corefs.task import writer_title
+
+    assert writer_title("Miss Belmont", "LADY BELMONT") == "Lady Belmont"
+    assert writer_title("Mr. Franklin", "FRANKLIN BLAKE") == "Mr. Franklin"  # a form of the writer's name
+    assert writer_title(None, "Miss Clack") == "Miss Clack"
+    assert writer_title("Jim", None) == "Jim"  # no heading: the commonest name

@@ -1,11 +1,10 @@
 """Who speaks each quote, and who the narrator is, over a document's joined entities (give_quotes).
 
-After document.DocumentEntities has joined the windows' chains into entities, each quote
-gets its speaker (quotes.attribute: the person beside a speech verb, the paragraph's one
-named person, the turns of a dialogue), and the first person goes with the person it is: a
-quote's "I" to its speaker, and the narration's "I" (outside quotes) of consecutive
-first-person scenes to one narrator, named as the others call the narrator when they speak to
-them ("Jim"). A pet name ("Lizzy") joins the person who answers to it in dialogue.
+After document.DocumentEntities has joined the windows' chains into entities, each quote gets
+its speaker (quotes.attribute), and the first person goes with the person it is: a quote's "I"
+to its speaker, the narration's "I" (outside quotes) of a story's first-person scenes to one
+narrator, named as the others call the narrator ("Jim"). A pet name ("Lizzy") joins the
+person who answers to it in dialogue.
 """
 
 from __future__ import annotations
@@ -85,15 +84,14 @@ def _name_finder(reader: MentionReader, groups: list[list[Span]]):
 
 
 def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[int] = (),
-                stories: list[int] = ()) -> list[int | None]:
+                stories: list[int] = (), titles: dict | None = None) -> list[int | None]:
     """Each quote's speaker (quotes.attribute) as an index into `groups` (entities' mentions),
     and the first person put with the person it is. Outside quotes, one narrator's "I"
-    (_narrations: consecutive first-person scenes between `breaks`, scene and story breaks, no
-    story break among them) go to one group of their own, and the entity
-    others call the narrator by in speech to them joins it (_narrator_name: "Jim"); each
-    narrator is a new group at the end of `groups`. Inside a
-    quote whose speaker is known, its "I", "me", "my" go to the speaker's group. `groups` is
-    changed in place (text order kept)."""
+    (_narrations: the first-person scenes of a story, between `breaks`) go to one group of their
+    own, and the entity others call the narrator by in speech to them joins it (_narrator_name:
+    "Jim"); each narrator is a new group at the end of `groups`. Inside a quote whose speaker is
+    known, its "I", "me", "my" go to the speaker's group. `groups` is changed in place (text
+    order kept); `titles`, where given, gets each headed writer's group -> the heading's name."""
     offsets = reader.offsets
     owner: dict[Span, int] = {}  # a first-person mention -> the group it goes to
     headed = headed_sections(reader.text, reader.quotes) if on("headed_sections") else []
@@ -110,6 +108,8 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
                 narration.setdefault(bisect.bisect_right(breaks, span[0]), []).append((span, k))
     narrators = []
     writers = by_writer(reader, sections, narration, groups, owner)  # each writer's "I" a narrator of its own
+    if titles is not None:
+        titles.update((k, name) for name, k in writers.items())
     narrators.extend(writers.values())
     for told in _narrations(narration, breaks, stories, len(offsets)):
         # a group of its own: the chain that held most of the narrator's "I" may also hold a

@@ -18,7 +18,7 @@ from .decode import decode_clusters, words_of
 from .document import DocumentEntities
 from .speakers import give_quotes
 from .taken_names import join_taken_names
-from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end
+from .entities import Mention, MentionReader, Name, Profile, crosses_sentence_end, names_compatible, proper_name
 from .scenes import scene_breaks
 from .stories import story_breaks
 from .switches import on
@@ -61,6 +61,18 @@ def confirmed_stories(stories: list[int], scenes: list[int], named: list[tuple[i
         if len(before & after) <= shared:
             confirmed.append(b)
     return confirmed
+
+
+def writer_title(title: str | None, heading: str | None) -> str | None:
+    """A headed writer's chain keeps its commonest name where that can be the writer's, else
+    takes the heading's ("Lady Belmont", whose one letter's chain a window filled with her
+    daughter's "Miss Belmont"): a narrator is known by the name their part is headed with."""
+    if heading is None:
+        return title
+    named, said = proper_name(title) if title else None, proper_name(heading)
+    if said is None or (named is not None and names_compatible(named, said)):
+        return title
+    return " ".join(w if not w.isupper() else w.capitalize() for w in heading.split())
 
 
 class CorefTask(Task):
@@ -167,7 +179,8 @@ class CorefTask(Task):
         groups = entities.link_names()
         if self.rules and on("addressed_reader") and len(reader.quotes) < SPEECH_QUOTES:  # no speech: one "you"
             groups = one_reader(groups, lambda m: reader.text_of(*m))
-        speakers = give_quotes(reader, groups, breaks, stories) if self.rules else [None] * len(reader.quotes)
+        writers: dict[int, str] = {}  # a headed writer's group -> the heading's name
+        speakers = give_quotes(reader, groups, breaks, stories, writers) if self.rules else [None] * len(reader.quotes)
         if self.rules and on("taken_names"):  # "My name is Umbopa": now that each quote's "I" is its speaker's
             speakers = join_taken_names(reader, groups, speakers, entities.profile)
         speaking = set(speakers)
@@ -179,7 +192,7 @@ class CorefTask(Task):
             spans = sorted({(offsets[s][0], offsets[e][1]) for s, e in mentions})
             if not spans or (len(spans) < 2 and not self.singletons and k not in speaking):
                 continue  # a one-mention entity is kept when asked for, or when it speaks a quote
-            kept.append(({"name": entities.name_of(mentions),
+            kept.append(({"name": writer_title(entities.name_of(mentions), writers.get(k)),
                           "mentions": [{"start": a, "end": z, "text": doc.text[a:z]} for a, z in spans]}, k))
         # biggest first, as a reader looks for the cast; ties in text order, so rows are deterministic
         kept.sort(key=lambda ck: (-len(ck[0]["mentions"]), ck[0]["mentions"][0]["start"], ck[0]["mentions"][0]["end"]))
