@@ -72,7 +72,7 @@ def writer_title(title: str | None, heading: str | None) -> str | None:
     named, said = proper_name(title) if title else None, proper_name(heading)
     if said is None or (named is not None and names_compatible(named, said)):
         return title
-    return " ".join(w if not w.isupper() else w.capitalize() for w in heading.split())
+    return " ".join(w.capitalize() if w.isupper() else w for w in heading.split())  # "LADY BELMONT": "Lady Belmont"
 
 
 class CorefTask(Task):
