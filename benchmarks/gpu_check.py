@@ -20,6 +20,7 @@ Steps (each one timed, limited and isolated: a failing step is reported and the 
   embed, corefs  `lfcli embed` / `lfcli corefs` end to end on the novels, both shapes
   start       a process that embeds one short text: seconds to its row, and where they go
   cosine      GPU bf16 against CPU fp32 vectors of the same random model on one novel
+  profile     `lfcli embed`'s small shape in-process under cProfile, with the model's own GPU time
 Every figure stands beside the bf16 and fp32 matmul rates measured in the same run.
 """
 
@@ -148,10 +149,10 @@ def step_tests(limit: float) -> dict:
     for s in range(shards):
         part = ids[s::shards]
         if part:
-            procs.append(subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *part],
+            procs.append(subprocess.Popen([sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "no:cacheprovider", *part],
                                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     passed = failed = skipped = 0
-    failures = []
+    failures, details = [], []
     deadline = time.monotonic() + limit
     for p in procs:
         try:
@@ -163,6 +164,8 @@ def step_tests(limit: float) -> dict:
         for line in text.splitlines():
             if line.startswith("FAILED") or line.startswith("ERROR"):
                 failures.append(line[:300])
+        if "FAILED" in text or "ERROR" in text or "TIMED OUT" in text:
+            details.append(text[-4000:])  # the short tracebacks: a failure's cause comes back with it
         tail = [line for line in text.splitlines() if " passed" in line or " failed" in line]
         if tail:
             words = tail[-1].replace(",", " ").split()
@@ -171,7 +174,8 @@ def step_tests(limit: float) -> dict:
                     passed += int(count) * (word == "passed")
                     failed += int(count) * (word in ("failed", "errors", "error"))
                     skipped += int(count) * (word == "skipped")
-    return {"collected": len(ids), "passed": passed, "failed": failed, "skipped": skipped, "failures": failures[:20]}
+    return {"collected": len(ids), "passed": passed, "failed": failed, "skipped": skipped, "failures": failures[:20],
+            "details": details[:4]}
 
 
 def encoder_inputs(config, batch: int, n: int, device):
@@ -283,12 +287,23 @@ def step_train(json_path: Path, limit: float) -> dict:
                           "--modes", "full", "--cases", "4096x1,512x8"], json_path, limit)
 
 
-def lfcli_run(args: list[str], limit: float) -> dict:
-    env = dict(os.environ, LFCLI_DEBUG="1")
+def lfcli_run(args: list[str], limit: float, env_extra: dict | None = None, python_flags: tuple = ()) -> dict:
+    env = dict(os.environ, LFCLI_DEBUG="1", **(env_extra or {}))
     t = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "lfcli", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=limit)
-    return {"returncode": run.returncode, "seconds": time.perf_counter() - t, "stderr": run.stderr[-1500:]}
+    run = subprocess.run([sys.executable, *python_flags, "-m", "lfcli", *args], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=limit)
+    return {"returncode": run.returncode, "seconds": time.perf_counter() - t, "stderr": run.stderr[-1500:],
+            "stderr_all": run.stderr}
+
+
+def slowest_imports(importtime_stderr: str, top: int = 25) -> list[str]:
+    """`python -X importtime`'s lines with the largest cumulative microseconds."""
+    rows = []
+    for line in importtime_stderr.splitlines():
+        parts = line.split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), parts[2].rstrip()))
+    return [f"{us / 1e6:6.2f} s {name}" for us, name in sorted(rows, reverse=True)[:top]]
 
 
 def step_end_to_end(task: str, models: dict, tmp: Path, limit: float) -> dict:
@@ -309,24 +324,70 @@ def step_end_to_end(task: str, models: dict, tmp: Path, limit: float) -> dict:
 
 
 def step_start(models: dict, tmp: Path) -> dict:
-    """A process that embeds one short text on the GPU: wall seconds to its row, and a profile
-    of the same in this process (what a cold start spends its time in)."""
+    """A process that embeds one short text on the GPU: wall seconds to its row, three times:
+    as the image is (where no bytecode can be written, every process compiles torch's sources
+    again), then twice with PYTHONPYCACHEPREFIX (a first process writes the bytecode, the next
+    starts as an installed torch does); the last one with -X importtime, its slowest imports."""
     short = tmp / "short.txt"
     short.write_text("A short note about the lease of the bakery on Mill Street.")
     folder = models["small"]["encoder"]
     args = ["embed", str(short), "-m", str(folder), "--device", "cuda", "-o", str(tmp / "short.jsonl"), "-F"]
     timed = lfcli_run(args, 120)
-    profile_file = tmp / "start.prof"
-    code = ("import sys; sys.argv=['lfcli', *%r]\nfrom lfcli.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass"
-            % (args,))
-    subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profile_file), "-c", code], cwd=ROOT,
-                   capture_output=True, timeout=180)
+    bytecode = {"PYTHONPYCACHEPREFIX": str(tmp / "pycache")}
+    first = lfcli_run(args, 120, bytecode)
+    warm = lfcli_run(args, 120, bytecode, ("-X", "importtime"))
+    plain_warm = lfcli_run(args, 120, bytecode)
+    return {"process_s": timed["seconds"], "returncode": timed["returncode"], "stderr": timed["stderr"],
+            "bytecode_writing_s": first["seconds"], "with_bytecode_s": plain_warm["seconds"],
+            "with_bytecode_importtime_s": warm["seconds"],
+            "slowest_imports": slowest_imports(warm["stderr_all"])}
+
+
+def step_profile(models: dict, device="cuda") -> dict:
+    """Where `lfcli embed`'s time goes on the GPU, in this process: one novel first (compiles,
+    tunes), then the four under cProfile, with the seconds the GPU spent in the model."""
+    import torch
+
+    from lfcli.pipelines.infer.runner import Pipeline
+    from lfcli.pipelines.io.readers import Document
+
+    docs = [Document(p.name, p.read_text(encoding="utf-8")) for p in sorted((DATA / "novels").iterdir())]
+    pipe = Pipeline("embed", str(models["small"]["encoder"]), device=str(device))
+    list(pipe.run(docs[:1]))
+    gpu_seconds = []
+    forward = pipe.model.forward
+
+    def timed_forward(*a, **k):  # CUDA events around each model call: the GPU's own time
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = forward(*a, **k)
+        end.record()
+        gpu_seconds.append((start, end))
+        return out
+
+    pipe.model.forward = timed_forward
+    profiler = cProfile.Profile()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    profiler.enable()
+    rows = list(pipe.run(docs))
+    profiler.disable()
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t
+    tokens = pipe.stats.tokens  # before the kernels' pass below starts a new count
     text = io.StringIO()
-    if profile_file.exists():
-        stats = pstats.Stats(str(profile_file), stream=text)
-        stats.sort_stats("cumulative").print_stats(30)
-        stats.print_callers("builtins.compile")
-    return {"process_s": timed["seconds"], "returncode": timed["returncode"], "profile": text.getvalue()[-6000:]}
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(30)
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:  # the kernels' share
+        list(pipe.run(docs[1:2]))
+        torch.cuda.synchronize()
+    kernels = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=25, max_name_column_width=60)
+    return {"wall_s": wall, "rows": len(rows), "model_gpu_s": sum(s.elapsed_time(e) for s, e in gpu_seconds) / 1000,
+            "model_calls": len(gpu_seconds), "dtype": str(next(pipe.model.parameters()).dtype),
+            "tokens": tokens, "profile": text.getvalue()[-14000:], "kernels": kernels[-9000:]}
 
 
 def step_cosine(models: dict, device) -> dict:
@@ -372,7 +433,12 @@ def summary(results: dict) -> list[str]:
                              f"({r['tokens']:,} tokens, {r['seconds']:.1f} s, exit {r['returncode']})")
     s = results.get("start", {})
     if "process_s" in s:
-        lines.append(f"process start to its row: {s['process_s']:.1f} s")
+        lines.append(f"process start to its row: {s['process_s']:.1f} s as the image is; with bytecode kept "
+                     f"(PYTHONPYCACHEPREFIX): {s.get('with_bytecode_s', float('nan')):.1f} s")
+    pr = results.get("profile", {})
+    if "wall_s" in pr:
+        lines.append(f"embed small in-process: {pr['tokens'] / pr['wall_s'] / 1e3:,.0f}k tokens/s, the model's GPU time "
+                     f"{pr['model_gpu_s']:.2f} s of {pr['wall_s']:.2f} s ({pr['model_calls']} calls)")
     c = results.get("cosine", {})
     if "cosine" in c:
         lines.append(f"GPU bf16 vs CPU fp32 cosine: {c['cosine']:.6f}")
@@ -382,9 +448,9 @@ def summary(results: dict) -> list[str]:
     return lines
 
 
-STEPS = ("tests", "sync", "attention", "encoder", "train", "embed", "corefs", "start", "cosine")
+STEPS = ("tests", "sync", "attention", "encoder", "train", "embed", "corefs", "start", "cosine", "profile")
 QUICK_STEPS = ("sync", "start", "cosine")
-LIMITS = {"tests": 110, "attention": 60, "encoder": 70, "train": 50, "embed": 40, "corefs": 40}
+LIMITS = {"tests": 110, "attention": 60, "encoder": 70, "train": 50, "embed": 70, "corefs": 80}
 
 
 def main(argv=None) -> dict:
@@ -434,6 +500,7 @@ def main(argv=None) -> dict:
             "corefs": lambda: step_end_to_end("corefs", models, tmp, LIMITS["corefs"]),
             "start": lambda: step_start(models, tmp),
             "cosine": lambda: step_cosine(models, device),
+            "profile": lambda: step_profile(models, device),
         }
         for name in STEPS:
             if name not in wanted:

@@ -258,8 +258,7 @@ def _bias_grad_like(rel_bias: torch.Tensor | None, q: torch.Tensor) -> torch.Ten
 # once a forward, so that no layer recounts the global keys.
 
 
-@torch.library.custom_op("lfcli::triton_banded_attention", mutates_args=())
-def _banded_op(
+def _banded_body(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, query_pad: torch.Tensor, key_excluded: torch.Tensor,
     col_index: torch.Tensor, col_valid: torch.Tensor, rel_bias: torch.Tensor | None, one_sided_window: int,
     dilation: list[int], dropout_p: float, seed: int, config: list[int],
@@ -267,6 +266,9 @@ def _banded_op(
     masks = (query_pad, key_excluded, col_index, col_valid)
     params = (one_sided_window, tuple(dilation), dropout_p, seed, KernelConfig(*config))
     return _forward(q, k, v, *masks, *params, rel_bias)
+
+
+_banded_op = torch.library.custom_op("lfcli::triton_banded_attention", _banded_body, mutates_args=())
 
 
 @_banded_op.register_fake
@@ -322,13 +324,15 @@ def _global_rows_params(q_global, k_global, key_padding_mask, dropout_p, seed, c
     return (*masks, max(G, n), (1,) * H, dropout_p, seed, KernelConfig(*config))
 
 
-@torch.library.custom_op("lfcli::triton_global_rows", mutates_args=())
-def _global_rows_op(
+def _global_rows_body(
     q_global: torch.Tensor, k_global: torch.Tensor, v_global: torch.Tensor, key_padding_mask: torch.Tensor,
     rel_bias: torch.Tensor | None, positions: torch.Tensor | None, dropout_p: float, seed: int, config: list[int],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     params = _global_rows_params(q_global, k_global, key_padding_mask, dropout_p, seed, config)
     return _forward(q_global, k_global, v_global, *params, rel_bias, positions)
+
+
+_global_rows_op = torch.library.custom_op("lfcli::triton_global_rows", _global_rows_body, mutates_args=())
 
 
 @_global_rows_op.register_fake
@@ -377,6 +381,16 @@ _global_rows_op.register_autograd(_global_rows_grad, setup_context=_global_rows_
 # Public entry points.
 
 
+def _through_op(*tensors: torch.Tensor | None) -> bool:
+    """Whether a call goes through the registered op: where autograd or torch.compile must see
+    it. An inference call outside a compiler runs the op's body directly, the same function:
+    the op's dispatch imports torch._dynamo on its first call (3.6 s of a process start on an
+    H200 host, 2026-11-28, out of a 10.5 s start) and adds host time to every layer."""
+    if torch.compiler.is_compiling():
+        return True
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def _dropout_seed(dropout_p: float) -> int:
     # Drawn from torch's default generator, so torch.manual_seed makes a run repeatable.
     return int(torch.randint(2**62, (1,)).item()) if dropout_p > 0.0 else 0
@@ -407,12 +421,13 @@ def triton_attention(
     masks = _banded_masks(key_padding_mask.bool(), is_global.bool(), columns)
     seed = _dropout_seed(dropout_p)
     params = (int(one_sided_window), dilations, float(dropout_p), seed)
+    banded = _banded_op if _through_op(q, k, v, rel_bias) else _banded_body
     if config is None:
         config = tuned_config(
-            q, rel_bias, dilations, lambda cfg: _banded_op(q, k, v, *masks, rel_bias, *params, list(cfg)),
+            q, rel_bias, dilations, lambda cfg: banded(q, k, v, *masks, rel_bias, *params, list(cfg)),
             int(one_sided_window),
         )
-    out, _ = _banded_op(q, k, v, *masks, rel_bias, *params, list(config))
+    out, _ = banded(q, k, v, *masks, rel_bias, *params, list(config))
     return out
 
 
@@ -438,7 +453,8 @@ def triton_global_rows(
         return q_global.clone()
     # Usually a handful of global queries: a 64-row block would be mostly empty rows.
     config = config or kernel_config(q_global.shape[-1])._replace(block_m=min(64, max(16, triton.next_power_of_2(G))))
-    out, _ = _global_rows_op(
+    rows = _global_rows_op if _through_op(q_global, k_global, v_global, rel_bias) else _global_rows_body
+    out, _ = rows(
         q_global, k_global, v_global, key_padding_mask.bool(), rel_bias, positions,
         float(dropout_p), _dropout_seed(dropout_p), list(config),
     )

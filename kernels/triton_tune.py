@@ -27,6 +27,10 @@ from .triton_plan import KernelConfig, kernel_config
 
 TUNE_ENV = "LFCLI_TRITON_TUNE"
 REPEATS = 5  # timed runs per candidate after one warm-up (which also compiles it)
+# Calls with fewer tokens (batch x length) keep `kernel_config`'s blocks untuned: each candidate
+# compiles once (a second or two apiece), which a short job would never win back; on an H200
+# the first 4k-token call of an untuned class took 11 s, nearly all of it compiling.
+TUNE_MIN_TOKENS = 8192
 
 
 def candidates(head_dim: int, dtype: torch.dtype) -> list[KernelConfig]:
@@ -94,12 +98,16 @@ class Tuner:
         except OSError:
             pass  # a read-only cache only costs the next process a measurement
 
+    def knows(self, key: str) -> bool:
+        """Whether `key` has a kept choice (in memory or in the file)."""
+        if not self._loaded:
+            self._load()
+        return key in self.chosen
+
     def choose(self, key: str, options: list[KernelConfig], run: Callable[[KernelConfig], object]) -> KernelConfig:
         """The kept choice for `key`, else the fastest of `options` (the first on a tie; one
         that fails to compile, e.g. out of shared memory, is skipped)."""
-        if not self._loaded:
-            self._load()
-        if key in self.chosen:
+        if self.knows(key):
             return self.chosen[key]
         best, best_time = options[0], float("inf")
         for cfg in options:
@@ -149,11 +157,11 @@ def tuned_config(q: torch.Tensor, rel_bias, dilations, run: Callable[[KernelConf
                  one_sided_window: int = 0) -> KernelConfig:
     """The block sizes for this call: the tuned ones for an inference forward on a GPU,
     `kernel_config`'s otherwise. `run(config)` runs the kernel with a candidate."""
-    if not tuning_applies(q):
+    if not tuning_applies(q) or q.shape[0] * q.shape[2] < TUNE_MIN_TOKENS:
         return kernel_config(q.shape[-1])
     started = time.perf_counter()
     key = shape_class(q, rel_bias, dilations, one_sided_window)
-    known = key in tuner().chosen
+    known = tuner().knows(key)
     cfg = tuner().choose(key, candidates(q.shape[-1], q.dtype), run)
     if not known and os.environ.get("LFCLI_DEBUG") == "1":
         print(f"lfcli: tuned {key}: {tuple(cfg)} in {time.perf_counter() - started:.1f} s", file=sys.stderr)

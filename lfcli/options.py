@@ -41,7 +41,7 @@ MaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Lo
 # finetune qa trains on shorter windows than it reads with (a question and its passage).
 TrainingMaxLength = Annotated[Optional[int], typer.Option("--max-length", "-l", help="Longest training window in tokens (default: the task's, in the help above).", show_default=False)]
 Device = Annotated[str, typer.Option("--device", "-d", help="auto (CUDA when there is a GPU, else cpu), cpu, cuda, cuda:1, ...")]
-Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a CPU with native bf16, else float32; `lfcli --version --verbose` says which), float32, bfloat16 or float16.")]
+Dtype = Annotated[str, typer.Option("--dtype", help="auto (bfloat16 on a GPU with bf16 and on a CPU with native bf16, else float32; `lfcli --version --verbose` says which), float32, bfloat16 or float16.")]
 Backend = Annotated[Optional[str], typer.Option("--attention-backend", help="auto, chunked, triton or reference.")]
 Global = Annotated[Optional[str], typer.Option("--global", help="Global attention: none|cls|question|sentence-starts|paragraph-starts|regex:PATTERN.")]
 Quiet = Annotated[bool, typer.Option("--quiet", help="No progress, messages or summary on stderr.")]

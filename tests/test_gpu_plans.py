@@ -181,3 +181,22 @@ def test_nothing_is_tuned_on_the_cpu_or_in_training():
     cfg = tuned_config(q, None, [1, 1], lambda c: pytest.fail("tuned on the CPU"))
     assert cfg == kernel_config(64)
     assert all(isinstance(c, KernelConfig) for c in candidates(128, torch.float32))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="tuning runs on a CUDA GPU only")
+def test_a_short_call_keeps_the_paper_blocks_untuned():
+    """Under TUNE_MIN_TOKENS (a short text's first call) nothing is compiled to be timed."""
+    from lfcli.kernels.triton_tune import TUNE_MIN_TOKENS
+
+    q = torch.zeros(1, 2, TUNE_MIN_TOKENS // 2, 64, device="cuda", dtype=torch.bfloat16)
+    with torch.inference_mode():
+        cfg = tuned_config(q, None, [1, 1], lambda c: pytest.fail("tuned a short call"))
+    assert cfg == kernel_config(64)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a CUDA GPU's dtype")
+def test_auto_dtype_is_bf16_on_a_gpu_with_bf16():
+    from lfcli.pipelines.infer.precision import resolve_dtype
+
+    want = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    assert resolve_dtype("auto", torch.device("cuda")) == want

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tokenizers import Tokenizer
 
 from ..errors import InputError
@@ -92,6 +93,15 @@ class Window:
 
 
 STRETCH_CHARS = 100_000  # characters encoded at a time: ~25k tokens, a few MB of the tokenizer's records
+STRETCHES_AT_ONCE = 16  # stretches handed to the batch encoder together (its threads share them)
+
+
+def _flat_offsets(offsets: list[tuple[int, int]], shift: int) -> array:
+    """[(start, end), ...] -> int32 [start0, end0, start1, ...], each moved by `shift`."""
+    flat = np.asarray(offsets, dtype=np.int32).reshape(-1)
+    if shift:
+        flat += shift
+    return array("i", flat.tobytes())
 # A probe for `stretch_safe`: breaks between words, after punctuation, before indented and
 # spaced lines, and a word split over the run.
 PROBE = "One, two.\n\nThree four\n  five-six\n\n\tSeven. \n Eight nine.\r\nTen\n\n\n eleven"
@@ -150,20 +160,21 @@ class DocumentTokenizer:
 
     def _encode_whole(self, text: str) -> Encoded:
         enc = self.tokenizer.encode(text, add_special_tokens=False)
-        offsets = array("i", bytes(0))
-        for start, end in enc.offsets:
-            offsets.append(start)
-            offsets.append(end)
-        return Encoded(array("i", enc.ids), Offsets(offsets))
+        return Encoded(array("i", enc.ids), Offsets(_flat_offsets(enc.offsets, 0)))
 
     def _encode_stretches(self, text: str, size: int) -> Encoded:
+        """The stretches STRETCHES_AT_ONCE at a time through the tokenizer's batch encoder,
+        which spreads them over the cores in Rust, outside Python's lock (an H200 host's
+        16 cores: one thread took 2.1 s of a 3.8 s embed of four novels); the group bounds
+        the tokenizer's records held at once."""
         ids, flat = array("i"), array("i")
-        for start, end in stretches(text, size):
-            part = self.tokenizer.encode(text[start:end], add_special_tokens=False)
-            ids.extend(part.ids)
-            for a, b in part.offsets:
-                flat.append(a + start)
-                flat.append(b + start)
+        spans = stretches(text, size)
+        for g in range(0, len(spans), STRETCHES_AT_ONCE):
+            group = spans[g:g + STRETCHES_AT_ONCE]
+            parts = self.tokenizer.encode_batch([text[a:b] for a, b in group], add_special_tokens=False)
+            for (start, _), part in zip(group, parts):
+                ids.extend(part.ids)
+                flat.extend(_flat_offsets(part.offsets, start))
         return Encoded(ids, Offsets(flat))
 
     def content_budget(self, question_tokens: int = 0) -> int:
