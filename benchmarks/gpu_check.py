@@ -21,23 +21,23 @@ Steps (each one timed, limited and isolated: a failing step is reported and the 
   start       a process that embeds one short text: seconds to its row, and where they go
   cosine      GPU bf16 against CPU fp32 vectors of the same random model on one novel
   profile     `lfcli embed`'s small shape in-process under cProfile, with the model's own GPU time
+  graphs      CUDA graphs (LFCLI_CUDA_GRAPHS=1) against the eager forward: times, differences, an embed
 Every figure stands beside the bf16 and fp32 matmul rates measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
-import pstats
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import gpu_profile  # the profile and graphs steps (benchmarks/gpu_profile.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".gpu-check"
@@ -139,7 +139,7 @@ def matmul_rates(device) -> dict:
 
 def step_tests(limit: float) -> dict:
     """The kernel tests compiled on the GPU, in shards run side by side (compiling is CPU work)."""
-    files = ["tests/test_triton.py", "tests/test_gpu_plans.py"]
+    files = ["tests/test_triton.py", "tests/test_gpu_plans.py", "tests/test_cuda_graphs.py"]
     env = dict(os.environ, LFCLI_TRITON_GPU="1")
     listed = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *files], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120).stdout.splitlines()
@@ -343,53 +343,6 @@ def step_start(models: dict, tmp: Path) -> dict:
             "slowest_imports": slowest_imports(warm["stderr_all"])}
 
 
-def step_profile(models: dict, device="cuda") -> dict:
-    """Where `lfcli embed`'s time goes on the GPU, in this process: one novel first (compiles,
-    tunes), then the four under cProfile, with the seconds the GPU spent in the model."""
-    import torch
-
-    from lfcli.pipelines.infer.runner import Pipeline
-    from lfcli.pipelines.io.readers import Document
-
-    docs = [Document(p.name, p.read_text(encoding="utf-8")) for p in sorted((DATA / "novels").iterdir())]
-    pipe = Pipeline("embed", str(models["small"]["encoder"]), device=str(device))
-    list(pipe.run(docs[:1]))
-    gpu_seconds = []
-    forward = pipe.model.forward
-
-    def timed_forward(*a, **k):  # CUDA events around each model call: the GPU's own time
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        out = forward(*a, **k)
-        end.record()
-        gpu_seconds.append((start, end))
-        return out
-
-    pipe.model.forward = timed_forward
-    profiler = cProfile.Profile()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    profiler.enable()
-    rows = list(pipe.run(docs))
-    profiler.disable()
-    torch.cuda.synchronize()
-    wall = time.perf_counter() - t
-    tokens = pipe.stats.tokens  # before the kernels' pass below starts a new count
-    text = io.StringIO()
-    stats = pstats.Stats(profiler, stream=text)
-    stats.sort_stats("tottime").print_stats(30)
-    stats.sort_stats("cumulative").print_stats(30)
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:  # the kernels' share
-        list(pipe.run(docs[1:2]))
-        torch.cuda.synchronize()
-    kernels = prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=25, max_name_column_width=60)
-    return {"wall_s": wall, "rows": len(rows), "model_gpu_s": sum(s.elapsed_time(e) for s, e in gpu_seconds) / 1000,
-            "model_calls": len(gpu_seconds), "dtype": str(next(pipe.model.parameters()).dtype),
-            "tokens": tokens, "profile": text.getvalue()[-14000:], "kernels": kernels[-9000:]}
-
-
 def step_cosine(models: dict, device) -> dict:
     """The same random small-shape model on the GPU (bf16) and the CPU (fp32), one novel."""
     import torch
@@ -439,6 +392,14 @@ def summary(results: dict) -> list[str]:
     if "wall_s" in pr:
         lines.append(f"embed small in-process: {pr['tokens'] / pr['wall_s'] / 1e3:,.0f}k tokens/s, the model's GPU time "
                      f"{pr['model_gpu_s']:.2f} s of {pr['wall_s']:.2f} s ({pr['model_calls']} calls)")
+    g = results.get("graphs", {})
+    for row in g.get("rows", []):
+        lines.append(f"graphs {row['tier']} {row['batch']}x{row['n']}: eager {row['eager_s'] * 1e3:.2f} ms, graphed "
+                     f"{row['graphed_s'] * 1e3:.2f} ms ({row['eager_s'] / row['graphed_s']:.2f}x), max diff "
+                     f"{row['max_diff']:.1e}{'' if row['enabled'] else ', CAPTURE FAILED'}")
+    if "embed_graphed_s" in g:
+        lines.append(f"graphs, embed of the four novels in-process: eager {g['embed_eager_s']:.2f} s, graphed "
+                     f"{g['embed_graphed_s']:.2f} s, min cosine {g['embed_min_cosine']:.6f}")
     c = results.get("cosine", {})
     if "cosine" in c:
         lines.append(f"GPU bf16 vs CPU fp32 cosine: {c['cosine']:.6f}")
@@ -448,7 +409,7 @@ def summary(results: dict) -> list[str]:
     return lines
 
 
-STEPS = ("tests", "sync", "attention", "encoder", "train", "embed", "corefs", "start", "cosine", "profile")
+STEPS = ("tests", "sync", "attention", "encoder", "train", "embed", "corefs", "start", "cosine", "profile", "graphs")
 QUICK_STEPS = ("sync", "start", "cosine")
 LIMITS = {"tests": 110, "attention": 60, "encoder": 70, "train": 50, "embed": 70, "corefs": 80}
 
@@ -500,7 +461,8 @@ def main(argv=None) -> dict:
             "corefs": lambda: step_end_to_end("corefs", models, tmp, LIMITS["corefs"]),
             "start": lambda: step_start(models, tmp),
             "cosine": lambda: step_cosine(models, device),
-            "profile": lambda: step_profile(models, device),
+            "profile": lambda: gpu_profile.step_profile(models, device, DATA / "novels"),
+            "graphs": lambda: gpu_profile.step_graphs(models, device, DATA / "novels", N),
         }
         for name in STEPS:
             if name not in wanted:

@@ -157,6 +157,10 @@ def tuned_config(q: torch.Tensor, rel_bias, dilations, run: Callable[[KernelConf
                  one_sided_window: int = 0) -> KernelConfig:
     """The block sizes for this call: the tuned ones for an inference forward on a GPU,
     `kernel_config`'s otherwise. `run(config)` runs the kernel with a candidate."""
+    if q.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        # A CUDA graph records the blocks its eager warm-up runs chose (models/cuda_graphs.py)
+        key = shape_class(q, rel_bias, dilations, one_sided_window)
+        return tuner().chosen.get(key) or kernel_config(q.shape[-1])
     if not tuning_applies(q) or q.shape[0] * q.shape[2] < TUNE_MIN_TOKENS:
         return kernel_config(q.shape[-1])
     started = time.perf_counter()

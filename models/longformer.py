@@ -391,7 +391,10 @@ class LongformerModel(LongformerPreTrainedModel):
         attention_mask: torch.Tensor | None = None,
         global_attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
+        num_global: int | None = None,
     ) -> torch.Tensor:
+        """num_global: at least the most global tokens of a sample, when the caller knows it (a
+        CUDA graph's static global mask is on the device, where counting would read it back)."""
         B, n = input_ids.shape
         if n > self.config.max_tokens:
             raise SequenceTooLong(
@@ -400,13 +403,13 @@ class LongformerModel(LongformerPreTrainedModel):
             )
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        num_global = None
         if global_attention_mask is not None and global_attention_mask.device.type == "cpu":
             # The number of global columns is a shape. Counted on the host, from a mask given
             # there (the pipelines on CUDA hand the masks over on the host), the forward never
             # waits for the GPU to report it; the masks follow without blocking (from pinned
             # memory). The count may include globals on padding: a spare slot is only empty.
-            num_global = int(global_attention_mask.bool().sum(1).max()) if B else 0
+            if num_global is None:
+                num_global = int(global_attention_mask.bool().sum(1).max()) if B else 0
             global_attention_mask = global_attention_mask.to(input_ids.device, non_blocking=True)
         attention_mask = attention_mask.to(input_ids.device, non_blocking=True)
         key_padding_mask = attention_mask == 0

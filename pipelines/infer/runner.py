@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 import torch
 
 from lfcli.models import ARCHITECTURES, BACKEND_ENV_VAR, BackendUnavailable, MissingHead, resolve_backend
+from lfcli.models.cuda_graphs import graphs_wanted, use_cuda_graphs
 from lfcli.models.bundled import DEFAULT_MODEL, TIERS, default_model, resolve_model
 from lfcli.models.heads import ENCODER
 from lfcli.models.model_folders import tokenizer_folder
@@ -280,6 +281,8 @@ class Pipeline:
         except MissingHead as exc:
             raise InputError(f"{exc}. {spec.missing_head}" if spec.missing_head else str(exc)) from None
         self.model.attention_backend = attention_backend
+        if graphs_wanted(torch_device):  # LFCLI_CUDA_GRAPHS=1 (models/cuda_graphs.py)
+            use_cuda_graphs(self.model)
         # The checkpoint's own backend setting, now that it is known.
         resolve_backend(attention_backend, self.model.config.attention_backend, torch_device)
         self.device = torch_device
