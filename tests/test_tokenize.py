@@ -62,6 +62,24 @@ def test_stretches_give_the_whole_texts_tokens(tokenizer, size):
     assert list(got.offsets) == [tuple(o) for o in whole.offsets]
 
 
+@pytest.mark.parametrize("at_once", [1, 3])
+def test_stretches_in_batch_encoder_groups_keep_order_and_offsets(tokenizer, at_once, monkeypatch):
+    """The stretches go through the batch encoder a group at a time (tokenize.STRETCHES_AT_ONCE):
+    groups of 1 or 3 over some 30 stretches give the whole text's tokens, in order."""
+    import lfcli.pipelines.infer.tokenize as tokenize
+
+    monkeypatch.setattr(tokenize, "STRETCHES_AT_ONCE", at_once)
+    text = example_text()
+    tok = DocumentTokenizer(tokenizer, 64, stretch_chars=40)
+    if not tok.stretch_safe:
+        pytest.skip("this tokenizer reads a long text whole")
+    assert len(stretches(text, 40)) > 3 * at_once
+    whole = tokenizer.encode(text, add_special_tokens=False)
+    got = tok.encode(text)
+    assert list(got.ids) == whole.ids
+    assert list(got.offsets) == [tuple(o) for o in whole.offsets]
+
+
 def test_the_probe_decides_which_tokenizers_are_cut(tmp_path):
     assert DocumentTokenizer(_trained("wordpiece", tmp_path / "w"), 64).stretch_safe
     assert DocumentTokenizer(_trained("bytelevel", tmp_path / "b"), 64).stretch_safe
