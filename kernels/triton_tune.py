@@ -157,11 +157,14 @@ def tuned_config(q: torch.Tensor, rel_bias, dilations, run: Callable[[KernelConf
                  one_sided_window: int = 0) -> KernelConfig:
     """The block sizes for this call: the tuned ones for an inference forward on a GPU,
     `kernel_config`'s otherwise. `run(config)` runs the kernel with a candidate."""
+    large = q.shape[0] * q.shape[2] >= TUNE_MIN_TOKENS
     if q.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        # A CUDA graph records the blocks its eager warm-up runs chose (models/cuda_graphs.py)
+        # A CUDA graph (models/cuda_graphs.py) records the blocks its eager warm-up calls ran
+        # with: the kept choice where they were tuned, else the paper's. Nothing is timed here.
         key = shape_class(q, rel_bias, dilations, one_sided_window)
-        return tuner().chosen.get(key) or kernel_config(q.shape[-1])
-    if not tuning_applies(q) or q.shape[0] * q.shape[2] < TUNE_MIN_TOKENS:
+        tuned = large and os.environ.get(TUNE_ENV, "1") != "0" and tuner().knows(key)
+        return tuner().chosen[key] if tuned else kernel_config(q.shape[-1])
+    if not tuning_applies(q) or not large:
         return kernel_config(q.shape[-1])
     started = time.perf_counter()
     key = shape_class(q, rel_bias, dilations, one_sided_window)

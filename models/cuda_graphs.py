@@ -46,7 +46,8 @@ def cuda_capture(run: Callable[[], torch.Tensor], pool) -> tuple[Callable[[], No
         run()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool):
+    # thread_local: a read-ahead thread's own CUDA calls, if any, are not the capture's concern
+    with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
         out = run()
     return graph.replay, out
 
