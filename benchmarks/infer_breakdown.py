@@ -24,6 +24,14 @@ windows' overlap, padding and every non-matmul op show as distance from 1.
     python benchmarks/infer_breakdown.py                          # embed on 8 novels, fp32
     python benchmarks/infer_breakdown.py --tasks embed,classify,qa,corefs --books 3
     python benchmarks/infer_breakdown.py --dtype bfloat16         # where the CPU has bf16 matmul
+    python benchmarks/infer_breakdown.py --books 2 --ops          # and the encoder's ops, by kind
+
+--ops runs the jobs under torch.profiler (CPU ops) and sums each op's own time by kind: the
+matmuls, the attention's own kernels (SDPA over the band's blocks, softmax), layer norms, GELU,
+other elementwise ops, copies and gathers, reductions; "python" is the encoder's wall time that
+no op holds (the interpreter between ops). Each kind is shown as a share of the encoder's time
+and in units of the roofline's time. The profiler adds its own cost to every op call, so the
+figures are shares, not speeds (the stage table comes from the same, profiled run).
 """
 
 from __future__ import annotations
@@ -59,7 +67,39 @@ def parse_args(argv):
                                                         "default: each task's default model")
     p.add_argument("--data", type=Path, default=None, help="folder of .txt novels (default: the shared LitBank originals)")
     p.add_argument("--max-length", type=int, default=None, help="as the commands' --max-length (tiny: 512)")
+    p.add_argument("--ops", action="store_true", help="the encoder's time by kind of op (torch.profiler)")
     return p.parse_args(argv)
+
+
+# The kinds of op --ops sums (torch.profiler's op names, without their namespace), first match wins.
+OP_KINDS = (
+    ("matmul", ("addmm", "mm", "bmm", "baddbmm", "linear", "_linear_pointwise", "matmul", "einsum")),
+    ("attention", ("_scaled_dot_product_flash_attention_for_cpu", "scaled_dot_product_attention",
+                   "_scaled_dot_product_attention_math", "_softmax", "softmax", "_safe_softmax")),
+    ("layer norm", ("native_layer_norm", "layer_norm")),
+    ("gelu", ("gelu", "gelu_")),
+    ("copies", ("copy_", "clone", "contiguous", "cat", "stack", "_to_copy", "to", "index", "index_select",
+                "gather", "scatter", "scatter_", "index_put_", "index_add_", "constant_pad_nd", "pad", "empty",
+                "empty_like", "zeros", "zeros_like", "full", "new_zeros", "new_empty", "fill_", "zero_")),
+    ("reductions", ("sum", "mean", "amax", "max", "argsort", "sort", "cumsum", "any", "all")),
+    ("elementwise", ("add", "add_", "mul", "mul_", "div", "div_", "sub", "sub_", "lerp", "lerp_", "where",
+                     "masked_fill", "masked_fill_", "tanh", "exp", "exp_", "neg", "rsub", "eq", "ne", "lt", "gt",
+                     "ge", "le", "bitwise_and", "bitwise_or", "bitwise_not", "logical_not", "clamp", "clamp_")),
+)
+
+
+def op_kind(name: str) -> str:
+    short = name.split("::")[-1]
+    return next((kind for kind, names in OP_KINDS if short in names), "other ops")
+
+
+def ops_by_kind(prof) -> dict[str, float]:
+    """Seconds of own (self) CPU time per kind of op, over every op the profiler saw."""
+    out: dict[str, float] = defaultdict(float)
+    for event in prof.key_averages():
+        if "::" in event.key:  # aten:: / mkldnn:: / lfcli:: ops; the profiler's own records aside
+            out[op_kind(event.key)] += event.self_cpu_time_total / 1e6
+    return dict(out)
 
 
 class Clock:
@@ -126,8 +166,15 @@ def run_task(task: str, files: list[Path], args, device) -> dict:
         with open_writer(str(out), resume=False, force=True) as writer:
             writer.write = clock.timed("write", writer.write)
             docs = clock.stream("read", lfcli.read_documents([str(f) for f in files]))
-            for row in pipe.run(docs):
-                writer.write(row)
+            if args.ops:
+                from torch.profiler import ProfilerActivity, profile
+
+                with profile(activities=[ProfilerActivity.CPU]) as prof:
+                    for row in pipe.run(docs):
+                        writer.write(row)
+            else:
+                for row in pipe.run(docs):
+                    writer.write(row)
         wall = time.perf_counter() - started
         errors = [json.loads(line).get("error") for line in out.read_text(encoding="utf-8").splitlines()]
     if any(errors):
@@ -135,8 +182,21 @@ def run_task(task: str, files: list[Path], args, device) -> dict:
     s = dict(clock.seconds)
     s["head"] = s.pop("forward", 0.0) - s.get("encode", 0.0)
     s["other"] = wall - sum(s.get(k, 0.0) for k in STAGES if k != "other")
-    return {"wall_s": wall, "stages": {k: s.get(k, 0.0) for k in STAGES}, "tokens": pipe.stats.tokens,
-            "docs": pipe.stats.docs, "max_length": pipe.max_length, "config": pipe.model.config, **windows}
+    out = {"wall_s": wall, "stages": {k: s.get(k, 0.0) for k in STAGES}, "tokens": pipe.stats.tokens,
+           "docs": pipe.stats.docs, "max_length": pipe.max_length, "config": pipe.model.config, **windows}
+    if args.ops:  # the ops of the whole job; the head's and the tokenizer's are few beside the encoder's
+        out["ops"] = ops_by_kind(prof)
+    return out
+
+
+def print_ops(task: str, r: dict) -> None:
+    """The --ops table of one task: each kind's seconds, share of the encoder, x roofline."""
+    ops, encode = r["ops"], r["stages"]["encode"]
+    r["ops"]["python"] = max(0.0, encode - sum(ops.values()))  # the encoder's time no op holds
+    rows = [[kind, f"{sec:.2f}", f"{100 * sec / max(encode, 1e-9):.0f}%", f"{sec / r['roofline_s']:.2f}"]
+            for kind, sec in sorted(ops.items(), key=lambda kv: -kv[1])]
+    print(f"\n{task}: the encoder's {encode:.1f} s by kind of op (profiled; roofline {r['roofline_s']:.1f} s)")
+    common.print_table(["kind", "seconds", "of encode", "x roofline time"], rows)
 
 
 def main(argv=None) -> dict:
@@ -189,6 +249,9 @@ def main(argv=None) -> dict:
                         *STAGES], table)
     print("windows/tokens: tokens encoded (windows, overlap and padding aside) per novel token. Stages as shares "
           "of wall time.")
+    for task, r in out.items():
+        if "ops" in r:
+            print_ops(task, r)
     info["load_average_end"] = common.load_average()
     print(f"load average at end: {info['load_average_end']}")
     return common.finish(args, {"benchmark": "infer_breakdown", "machine": info, "dtype": args.dtype, "books": [f.name for f in files],

@@ -254,3 +254,20 @@ def test_run_all_skips_the_gpu_check_without_a_gpu_saying_why(tmp_path, capsys):
     res = run_all.main(["--only", "gpu_check", "--out", str(tmp_path)])
     assert res["benchmarks"]["gpu_check"] == {"skipped": "no CUDA GPU on this machine"}
     assert "gpu_check: skipped: no CUDA GPU" in capsys.readouterr().out
+
+
+def test_infer_breakdown_sorts_profiled_ops_by_kind():
+    """--ops: the profiler's ops summed by kind (a matmul is a matmul, a layer norm a layer norm)."""
+    import infer_breakdown
+    from torch.profiler import ProfilerActivity, profile
+
+    assert infer_breakdown.op_kind("aten::addmm") == "matmul"
+    assert infer_breakdown.op_kind("mkldnn::_linear_pointwise") == "matmul"
+    assert infer_breakdown.op_kind("aten::native_layer_norm") == "layer norm"
+    assert infer_breakdown.op_kind("aten::something_new") == "other ops"
+    x, w = torch.randn(256, 256), torch.randn(256, 256)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            y = torch.nn.functional.layer_norm(x @ w, (256,))
+    kinds = infer_breakdown.ops_by_kind(prof)
+    assert kinds["matmul"] > 0 and kinds["layer norm"] > 0 and y.shape == x.shape
