@@ -36,6 +36,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -151,14 +152,14 @@ def ece_floor(scores: list[float], draws: int = 300, seed: int = 0) -> float:
     few dozen questions are noisy; an ECE near this floor is as good as these questions tell."""
     import random
 
-    from lfcli.pipelines.tasks.qa.train import expected_calibration_error
+    from lfcli.pipelines.tasks.qa.calibration import expected_calibration_error
 
     rng = random.Random(seed)
     return sum(expected_calibration_error(scores, [rng.random() < p for p in scores]) for _ in range(draws)) / draws
 
 
 def figures(cases, right, calibration=None, scores=None) -> dict:
-    from lfcli.pipelines.tasks.qa.train import auroc, expected_calibration_error
+    from lfcli.pipelines.tasks.qa.calibration import auroc, expected_calibration_error
 
     if scores is None:
         scores = [c.probabilities([a], calibration)[0] for c, a in cases]
@@ -168,10 +169,10 @@ def figures(cases, right, calibration=None, scores=None) -> dict:
             "max_wrong_score": max((s for s, y in zip(scores, right) if not y), default=None)}
 
 
-def leave_one_book_out(cache: dict, ids: list[str], temperature: float) -> tuple[list[float], list[bool], dict]:
+def leave_one_book_out(cache: dict, ids: list[str], temperature) -> tuple[list[float], list[bool], dict]:
     """Each book's scores with window terms fitted on all the other books' questions: the
     out-of-sample scores of a fit on every book, pooled (more questions than the report half)."""
-    from lfcli.pipelines.tasks.qa.train import fit_window_terms
+    from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
 
     scores, right, fits = [], [], {}
     for book in dict.fromkeys(cache["cases"][i]["book"] for i in ids):
@@ -248,7 +249,7 @@ def squad_rows(cache: dict, calibrations: dict, results: dict) -> None:
 
 def save_terms(cache: dict, questions: list[dict], fit_ids: list[str], calibration, fit_all: bool) -> None:
     """Write the fitted window terms into the model folder's config.json, naming what fitted them."""
-    from lfcli.pipelines.tasks.qa.train import save_window_terms
+    from lfcli.pipelines.tasks.qa.calibration import save_window_terms
 
     fit_books = sorted({q["book"] for q in questions if q["id"] in fit_ids})
     path = save_window_terms(Path(cache["folder"]), calibration,
@@ -310,12 +311,13 @@ def main(argv=None) -> dict:
         if cache_path:
             cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
     from lfcli.models import LongformerConfig
-    from lfcli.pipelines.tasks.qa.answers import QACalibration, qa_calibration
-    from lfcli.pipelines.tasks.qa.train import fit_window_terms
+    from lfcli.pipelines.tasks.qa.answers import qa_calibration
+    from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
 
     config = LongformerConfig.from_json_file(Path(cache["folder"]) / "config.json")
     saved = qa_calibration(config)
-    paragraph = QACalibration(saved.temperature)  # the paragraph fit alone, without window terms
+    # the paragraph fit alone (temperature and the scores' rescaling), without window terms
+    paragraph = replace(saved, window_exponent=0.0, window_temperature=0.0)
     info = common.machine_info(common.resolve_device("cpu"))
     print(f"# {cache['model']} ({cache['dtype']}), {info.get('cpu', '?')}, {info['time']}; {len(questions)} questions "
           f"over {len({q['book'] for q in questions})} whole novels, windows of {cache['max_length']} tokens")
@@ -329,7 +331,7 @@ def main(argv=None) -> dict:
     fit_name = "fitted on all books" if args.fit_all else "fitted on the fit books"
     if args.fit:
         cases, right, _ = cases_of(cache, fit_ids)
-        fitted = fit_window_terms(cases, right, saved.temperature)
+        fitted = fit_window_terms(cases, right, paragraph)
         calibrations[fit_name] = fitted
         results["fitted"] = vars(fitted)
     for name, cal in calibrations.items():
@@ -339,7 +341,7 @@ def main(argv=None) -> dict:
                 print(_row(f"{name} / {part} books", f))
     if args.lobo:
         everything = [q["id"] for q in questions]
-        scores, right, fits = leave_one_book_out(cache, everything, saved.temperature)
+        scores, right, fits = leave_one_book_out(cache, everything, paragraph)
         f = results["figures"]["leave one book out / all books"] = figures(None, right, scores=scores)
         results["leave_one_book_out_fits"] = fits
         _, plain_right, _ = cases_of(cache, everything)

@@ -67,7 +67,8 @@ def run(pipe, records) -> tuple[dict, float]:
     """(EM, F1, n, ECE, AUROC, share of scores >= 0.999 and of those right), seconds."""
     from lfcli.pipelines.eval.metrics import squad_f1, squad_scores
     from lfcli.pipelines.io.readers import Document
-    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, auroc, expected_calibration_error
+    from lfcli.pipelines.tasks.qa.calibration import auroc, expected_calibration_error
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1
 
     docs = [Document(r.id, r.context, fields={"question": r.question}) for r in records]
     t0 = time.perf_counter()
@@ -99,7 +100,8 @@ def fit(pipe, records) -> dict | None:
     import torch
 
     from lfcli.pipelines.eval.metrics import squad_f1
-    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, calibrate, predict_cases
+    from lfcli.pipelines.tasks.qa.calibration import calibrate
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, predict_cases
 
     with torch.inference_mode():
         cases = predict_cases(pipe.model, pipe.task, records, pipe.model.config.pad_token_id)

@@ -25,7 +25,7 @@ from lfcli.pipelines.tasks.qa.answers import (
     span_f1,
     span_rules,
 )
-from lfcli.pipelines.tasks.qa.train import auroc, calibrate, expected_calibration_error, fit_temperature
+from lfcli.pipelines.tasks.qa.calibration import auroc, calibrate, expected_calibration_error, fit_temperature
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -147,6 +147,55 @@ def test_fit_temperature_recovers_a_known_temperature():
     assert cal["ece"] < 0.05 and cal["questions"] == 3000
     assert calibrate(cases[:10], right[:10]) is None  # too few questions to fit
     assert calibrate(cases, [True] * len(cases)) is None  # nothing wrong to tell apart
+
+
+def test_the_scores_rescaling_is_monotone_and_off_by_default():
+    from lfcli.pipelines.tasks.qa.answers import QACalibration
+
+    plain, scaled = QACalibration(1.3), QACalibration(1.3, score_slope=0.6, score_bias=0.8)
+    assert [plain.rescale(p) for p in (0.0, 0.2, 0.9, 1.0)] == [0.0, 0.2, 0.9, 1.0]
+    ps = [0.01, 0.2, 0.5, 0.8, 0.99]
+    out = [scaled.rescale(p) for p in ps]
+    assert out == sorted(out) and all(0 < x < 1 for x in out)
+    assert scaled.rescale(0.5) == pytest.approx(1 / (1 + math.exp(-0.8)))  # logit 0: the bias alone
+    c = QACandidates(spans=[(0, 1), (5, 6)], margins=[2.0, 0.0], windows=1)
+    at_t = c.probabilities([(0, 1, 2.0), (5, 6, 0.0)], 1.3)
+    assert c.probabilities([(0, 1, 2.0), (5, 6, 0.0)], scaled) == pytest.approx([scaled.rescale(p) for p in at_t])
+
+
+def test_calibrate_fits_the_rescaling_where_one_temperature_cannot():
+    """Answers right more often than their softmax says in the middle and less at the top (what a
+    fully trained model shows): the temperature alone leaves ECE high, the rescaling brings it down."""
+    from lfcli.pipelines.tasks.qa.calibration import fit_score_scale
+
+    rng = random.Random(1)
+    cases, right = [], []
+    for _ in range(4000):
+        n = rng.randint(2, 6)
+        spans = [(4 * k, 4 * k + 1) for k in range(n)]
+        margins = sorted((rng.gauss(1.5, 3.0) for _ in range(n)), reverse=True)
+        c = QACandidates(spans, margins, windows=1)
+        answer = (*spans[0], margins[0])
+        p = c.probabilities([answer], 1.0)[0]
+        truth = 1 / (1 + math.exp(-(0.5 * math.log(max(p, 1e-9) / max(1 - p, 1e-9)) + 0.9)))
+        cases.append((c, answer))
+        right.append(rng.random() < truth)
+    cal = calibrate(cases, right)
+    assert cal["score_slope"] == pytest.approx(0.5, abs=0.15) and cal["score_bias"] == pytest.approx(0.9, abs=0.3)
+    assert cal["ece"] < 0.03 < cal["ece_at_t"]
+    assert fit_score_scale([0.5] * 30, [True] * 15 + [False] * 15) == (1.0, 0.0)  # no spread: no rescaling
+
+
+def test_the_saved_rescaling_is_read_and_a_bad_one_left_out(qa_folder, tmp_path, capsys):
+    from lfcli.pipelines.tasks.qa.answers import QACalibration
+
+    saved = {"method": CALIBRATION_METHOD, "temperature": 1.2, "score_slope": 0.6, "score_bias": 0.8}
+    pipe = Pipeline("qa", str(with_calibration(qa_folder, tmp_path / "scaled", saved)), dtype="float32")
+    assert pipe.task.calibration == QACalibration(1.2, score_slope=0.6, score_bias=0.8)
+    bad = Pipeline("qa", str(with_calibration(qa_folder, tmp_path / "bad", {**saved, "score_slope": -1})), dtype="float32")
+    assert bad.task.calibration == QACalibration(1.2) and "score_slope" in capsys.readouterr().err
+    rows = list(pipe.run(docs()))
+    assert all(0 < row["score"] < 1 for row in rows)
 
 
 # -- the measures --------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from lfcli import Pipeline
 from lfcli.models import LongformerConfig
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.tasks.qa.answers import CALIBRATION_METHOD, QACalibration, QACandidates, qa_calibration
-from lfcli.pipelines.tasks.qa.train import calibrate, fit_window_terms, save_window_terms
+from lfcli.pipelines.tasks.qa.calibration import calibrate, fit_window_terms, save_window_terms
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -119,6 +119,12 @@ def test_save_window_terms_keeps_the_paragraph_calibration(tmp_path):
     save_window_terms(tmp_path, QACalibration(1.04, 0.7, 0.1), "test books")
     saved = json.loads((tmp_path / "config.json").read_text())["lfcli"]["qa_calibration"]
     assert saved == {**paragraph, "window_exponent": 0.7, "window_temperature": 0.1, "windows_fitted_on": "test books"}
+
+
+def test_fit_window_terms_keeps_the_paragraphs_rescaling():
+    cases, right = synthetic_books(QACalibration(1.0), n=200, seed=3)
+    fitted = fit_window_terms(cases, right, QACalibration(0.9, score_slope=0.7, score_bias=0.2))
+    assert (fitted.temperature, fitted.score_slope, fitted.score_bias) == (0.9, 0.7, 0.2)
 
 
 def test_calibrate_on_paragraphs_is_unchanged_by_window_terms():

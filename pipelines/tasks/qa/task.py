@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -56,7 +57,7 @@ class QATask(Task):
 
     @temperature.setter
     def temperature(self, t: float) -> None:
-        self.calibration = QACalibration(t, self.calibration.window_exponent, self.calibration.window_temperature)
+        self.calibration = replace(self.calibration, temperature=t)
 
     def setup(self, model, run_batch):
         self.calibration = qa_calibration(model.config)

@@ -32,7 +32,6 @@ whole books, and `save_window_terms` adds them to lfcli.qa_calibration
 from __future__ import annotations
 
 import json
-import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,13 +49,11 @@ from ...io.readers import Document, iter_documents
 from ...train.setups import Setup, fingerprint_of, report_skipped, training_tokenizer
 from ...wording import plural
 from . import MAX_EVAL, NEGATIVES, TRAIN_MAX_LENGTH
-from .answers import CALIBRATION_METHOD, DEFAULT_TEMPERATURE, WINDOW_TERM_RANGES, QACalibration, QACandidates
+from .answers import QACandidates
+from .calibration import calibrate
 from .task import QATask
 
 RIGHT_F1 = 0.5  # an answer is right when its SQuAD token F1 with a gold answer reaches this
-CALIBRATION_BINS = 10
-MIN_CALIBRATION_QUESTIONS = 20  # fewer, or all right, or all wrong: no temperature is fitted
-TEMPERATURE_RANGE = (0.05, 20.0)
 
 
 @dataclass
@@ -298,154 +295,6 @@ def predict_cases(model, qa: QATask, records: list[QARecord], pad_id: int) -> di
     last token, margin)), decoded as `lfcli qa` decodes (QATask)."""
     docs = [Document(r.id, r.context, fields={"question": r.question}) for r in records]
     return {row[0]: row[1:] for row in predict_rows(model, _WithCandidates(qa), docs, pad_id)}
-
-
-# -- calibration ------------------------------------------------------------------------------------
-def expected_calibration_error(scores: list[float], right: list[bool], bins: int = CALIBRATION_BINS) -> float:
-    """Expected calibration error: over `bins` equal-width bins of the score ([0, 0.1), ...,
-    [0.9, 1]), the mean |fraction right - mean score| of a bin, weighted by its share of
-    the answers."""
-    if not scores:
-        return 0.0
-    totals = [[0, 0.0, 0.0] for _ in range(bins)]  # answers, scores, right
-    for p, y in zip(scores, right):
-        t = totals[min(int(p * bins), bins - 1)]
-        t[0], t[1], t[2] = t[0] + 1, t[1] + p, t[2] + bool(y)
-    return sum(abs(s - r) for _, s, r in totals) / len(scores)
-
-
-def auroc(scores: list[float], right: list[bool]) -> float | None:
-    """The chance that a right answer scores above a wrong one (ties count half): the area
-    under the ROC curve. None without both right and wrong answers."""
-    pairs = sorted(zip(scores, right))
-    n_right = sum(1 for _, y in pairs if y)
-    n_wrong = len(pairs) - n_right
-    if not n_right or not n_wrong:
-        return None
-    rank_sum, k = 0.0, 0  # the right answers' ranks (1-based, ties at their mean rank)
-    while k < len(pairs):
-        e = k
-        while e < len(pairs) and pairs[e][0] == pairs[k][0]:
-            e += 1
-        rank_sum += (k + 1 + e) / 2 * sum(1 for _, y in pairs[k:e] if y)
-        k = e
-    return (rank_sum - n_right * (n_right + 1) / 2) / (n_right * n_wrong)
-
-
-def _log_loss(cases, right, temperature: QACalibration | float) -> float:
-    """Mean log loss of "right" under the top answers' scores at `temperature` (a bare
-    temperature or a QACalibration)."""
-    total = 0.0
-    for (candidates, answer), y in zip(cases, right):
-        p = min(max(candidates.probabilities([answer], temperature)[0], 1e-12), 1 - 1e-12)
-        total -= math.log(p if y else 1.0 - p)
-    return total / max(1, len(cases))
-
-
-def _golden(f, lo: float, hi: float, tol: float = 1e-3) -> tuple[float, float]:
-    """(x, f(x)) at the least f on [lo, hi] by golden-section search (f unimodal there)."""
-    g = (math.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = f(a), f(b)
-    while hi - lo > tol:
-        if fa <= fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = f(a)
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = f(b)
-    x = (lo + hi) / 2
-    return x, f(x)
-
-
-WINDOW_GRID = (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-
-
-def fit_window_terms(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],
-                     temperature: float = DEFAULT_TEMPERATURE) -> QACalibration:
-    """The window terms (answers.QACalibration: window_exponent b, window_temperature g, each
-    within its answers.WINDOW_TERM_RANGES) whose scores of the answers `cases` give the least log loss of `right`, the
-    one-window temperature kept at `temperature` (fitted on paragraphs): the best point of a
-    grid, then golden-section searches along each term in turn until neither moves. Fit on
-    documents of many windows (whole books): with one window the terms change nothing. With
-    fewer than MIN_CALIBRATION_QUESTIONS questions, or without both right and wrong answers,
-    no terms (b = g = 0)."""
-    if len(cases) < MIN_CALIBRATION_QUESTIONS or all(right) or not any(right):
-        return QACalibration(temperature)
-
-    def loss(b: float, g: float) -> float:
-        return _log_loss(cases, right, QACalibration(temperature, b, g))
-
-    b_range, g_range = (WINDOW_TERM_RANGES[name] for name in ("window_exponent", "window_temperature"))
-    best = min((loss(b, g), b, g) for b in WINDOW_GRID if b_range[0] <= b <= b_range[1]
-               for g in WINDOW_GRID if g_range[0] <= g <= g_range[1])
-    value, b, g = best
-    for _ in range(6):
-        moved = False
-        b_new, value_b = _golden(lambda x: loss(x, g), max(b_range[0], b - 2.0), min(b_range[1], b + 2.0))
-        if value_b < value - 1e-9:
-            b, value, moved = b_new, value_b, True
-        g_new, value_g = _golden(lambda x: loss(b, x), max(g_range[0], g - 2.0), min(g_range[1], g + 2.0))
-        if value_g < value - 1e-9:
-            g, value, moved = g_new, value_g, True
-        if not moved:
-            break
-    return QACalibration(temperature, round(b, 4), round(g, 4))
-
-
-def save_window_terms(folder: Path, calibration: QACalibration, fitted_on: str) -> Path:
-    """Write `calibration`'s window terms into folder/config.json's lfcli.qa_calibration (its
-    temperature and other keys untouched; written as LongformerConfig writes it)."""
-    path = Path(folder) / "config.json"
-    config = json.loads(path.read_text(encoding="utf-8"))
-    block = config.setdefault("lfcli", {}).setdefault("qa_calibration", {"method": CALIBRATION_METHOD,
-                                                                          "temperature": calibration.temperature})
-    block.update({"window_exponent": calibration.window_exponent, "window_temperature": calibration.window_temperature,
-                  "windows_fitted_on": fitted_on})
-    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return path
-
-
-def fit_temperature(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],
-                    bounds: tuple[float, float] = TEMPERATURE_RANGE) -> float:
-    """The temperature (within `bounds`) whose scores of the answers `cases` (a document's
-    candidates, its answer's first token, last token and margin) give the least log loss of
-    `right`: golden-section search over log T."""
-    lo, hi = math.log(bounds[0]), math.log(bounds[1])
-    g = (math.sqrt(5) - 1) / 2
-    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-    fa, fb = _log_loss(cases, right, math.exp(a)), _log_loss(cases, right, math.exp(b))
-    while hi - lo > 1e-4:
-        if fa <= fb:
-            hi, b, fb = b, a, fa
-            a = hi - g * (hi - lo)
-            fa = _log_loss(cases, right, math.exp(a))
-        else:
-            lo, a, fa = a, b, fb
-            b = lo + g * (hi - lo)
-            fb = _log_loss(cases, right, math.exp(b))
-    return math.exp((lo + hi) / 2)
-
-
-def calibration_figures(cases, right, temperature: float) -> dict:
-    scores = [c.probabilities([a], temperature)[0] for c, a in cases]
-    return {"ece": expected_calibration_error(scores, right), "auroc": auroc(scores, right)}
-
-
-def calibrate(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool]) -> dict | None:
-    """lfcli.qa_calibration for a model from its validation answers: the fitted temperature,
-    with the expected calibration error and AUROC of the scores at it and at the default
-    temperature 1 (all on these same questions). None with fewer than
-    MIN_CALIBRATION_QUESTIONS questions or without both right and wrong answers."""
-    if len(cases) < MIN_CALIBRATION_QUESTIONS or all(right) or not any(right):
-        return None
-    t = fit_temperature(cases, right)
-    fitted, default = calibration_figures(cases, right, t), calibration_figures(cases, right, DEFAULT_TEMPERATURE)
-    return {"method": CALIBRATION_METHOD, "temperature": round(t, 4), "questions": len(cases),
-            "right": round(sum(right) / len(right), 4), "ece": round(fitted["ece"], 4), "auroc": round(fitted["auroc"], 4),
-            "ece_at_t1": round(default["ece"], 4), "auroc_at_t1": round(default["auroc"], 4)}
 
 
 # -- the tasks' set-ups (corefs': coref.py) ------------------------------------------------
