@@ -22,6 +22,7 @@ import re
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -98,9 +99,9 @@ STRETCHES_AT_ONCE = 16  # stretches handed to the batch encoder together (its th
 
 def _flat_offsets(offsets: list[tuple[int, int]], shift: int) -> array:
     """[(start, end), ...] -> int32 [start0, end0, start1, ...], each moved by `shift`."""
-    flat = np.asarray(offsets, dtype=np.int32).reshape(-1)
-    if shift:
-        flat += shift
+    if not shift:  # a short text's few spans: numpy's set-up would cost more than it saves
+        return array("i", chain.from_iterable(offsets))
+    flat = np.asarray(offsets, dtype=np.int32).reshape(-1) + shift
     return array("i", flat.tobytes())
 # A probe for `stretch_safe`: breaks between words, after punctuation, before indented and
 # spaced lines, and a word split over the run.
