@@ -379,19 +379,25 @@ def summary(results: dict) -> list[str]:
             lines.append(f"encoder {row['tier']} {row['dtype']} {row['batch']}x{N}: lfcli "
                          f"{row['lfcli_tokens_per_s'] / 1e3:,.0f}k tokens/s ({share:.0%} of the matmul rate), "
                          f"transformers {row['transformers_tokens_per_s'] / 1e3:,.0f}k ({row['lfcli_over_transformers']:.2f}x)")
+    engine = {row["tier"]: row["lfcli_tokens_per_s"] for row in results.get("encoder", {}).get("rows", [])
+              if row.get("dtype") == "bf16" and row.get("batch") == 8 and "lfcli_tokens_per_s" in row}
     for task in ("embed", "corefs"):
         for tier, r in results.get(task, {}).items():
             if isinstance(r, dict) and "tokens_per_s" in r:
+                share = (f"; {r['tokens_per_s'] / engine[tier]:.2f}x the engine's bf16 8 x 4,096 rate"
+                         if task == "embed" and tier in engine else "")
                 lines.append(f"lfcli {task} {tier}: {r['tokens_per_s'] / 1e3:,.1f}k tokens/s end to end "
-                             f"({r['tokens']:,} tokens, {r['seconds']:.1f} s, exit {r['returncode']})")
+                             f"({r['tokens']:,} tokens, {r['seconds']:.1f} s, exit {r['returncode']}{share})")
     s = results.get("start", {})
     if "process_s" in s:
         lines.append(f"process start to its row: {s['process_s']:.1f} s as the image is; with bytecode kept "
                      f"(PYTHONPYCACHEPREFIX): {s.get('with_bytecode_s', float('nan')):.1f} s")
     pr = results.get("profile", {})
     if "wall_s" in pr:
-        lines.append(f"embed small in-process: {pr['tokens'] / pr['wall_s'] / 1e3:,.0f}k tokens/s, the model's GPU time "
-                     f"{pr['model_gpu_s']:.2f} s of {pr['wall_s']:.2f} s ({pr['model_calls']} calls)")
+        rate = pr["tokens"] / pr["wall_s"]
+        share = f"; {rate / engine['small']:.2f}x the engine's bf16 8 x 4,096 rate" if "small" in engine else ""
+        lines.append(f"embed small in-process: {rate / 1e3:,.0f}k tokens/s, the model's GPU time "
+                     f"{pr['model_gpu_s']:.2f} s of {pr['wall_s']:.2f} s ({pr['model_calls']} calls){share}")
     g = results.get("graphs", {})
     for row in g.get("rows", []):
         lines.append(f"graphs {row['tier']} {row['batch']}x{row['n']}: eager {row['eager_s'] * 1e3:.2f} ms, graphed "
