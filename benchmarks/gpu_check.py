@@ -178,17 +178,6 @@ def step_tests(limit: float) -> dict:
             "details": details[:4]}
 
 
-def encoder_inputs(config, batch: int, n: int, device):
-    import torch
-
-    g = torch.Generator().manual_seed(2)
-    ids = torch.randint(5, config.vocab_size, (batch, n), generator=g)
-    mask = torch.ones_like(ids)
-    glob = torch.zeros_like(ids)
-    glob[:, 0] = 1
-    return ids.to(device), mask.to(device), glob  # the global mask stays on the host, as the pipelines give it
-
-
 def step_sync(models: dict, device) -> dict:
     """No device-to-host wait in a forward; kernel launches per layer."""
     import torch
@@ -199,7 +188,7 @@ def step_sync(models: dict, device) -> dict:
     out = {}
     for tier, made in models.items():
         model = LongformerModel.from_pretrained(made["encoder"], dtype=torch.bfloat16, device=device).eval()
-        ids, mask, glob = encoder_inputs(model.config, 2, N, device)
+        ids, mask, glob = gpu_profile.encoder_inputs(model.config.vocab_size, 2, N, device)
         mask[1, N - 700:] = 0  # padding in one sample
         glob[1, [0, 9, 300]] = 1  # and more globals in it
         with torch.inference_mode():
@@ -263,7 +252,7 @@ def step_encoder(models: dict, device, limit: float) -> dict:
                 if time.monotonic() - started > limit:
                     rows.append({"tier": tier, "dtype": dtype_name, "batch": batch, "skipped": "out of time"})
                     continue
-                ids, mask, glob = encoder_inputs(cfg, batch, N, device)
+                ids, mask, glob = gpu_profile.encoder_inputs(cfg.vocab_size, batch, N, device)
                 glob_dev = glob.to(device)
                 fns = {"lfcli": lambda: lf(ids, mask, glob),
                        "transformers": lambda: hf(input_ids=ids, attention_mask=mask, global_attention_mask=glob_dev)}

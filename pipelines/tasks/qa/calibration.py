@@ -193,9 +193,12 @@ def calibrate(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: l
     if len(cases) < MIN_CALIBRATION_QUESTIONS or all(right) or not any(right):
         return None
     t = fit_temperature(cases, right)
-    a, c = fit_score_scale([cand.probabilities([ans], t)[0] for cand, ans in cases], right)
+    at_t = [cand.probabilities([ans], t)[0] for cand, ans in cases]
+    a, c = fit_score_scale(at_t, right)
     calibration = QACalibration(t, score_slope=round(a, 4), score_bias=round(c, 4))
-    fitted, at_t = calibration_figures(cases, right, calibration), calibration_figures(cases, right, t)
+    scaled = [calibration.rescale(p) for p in at_t]  # the scores at T, rescaled: no second softmax
+    fitted = {"ece": expected_calibration_error(scaled, right), "auroc": auroc(scaled, right)}
+    at_t = {"ece": expected_calibration_error(at_t, right)}
     default = calibration_figures(cases, right, DEFAULT_TEMPERATURE)
     return {"method": CALIBRATION_METHOD, "temperature": round(t, 4), "score_slope": calibration.score_slope,
             "score_bias": calibration.score_bias, "questions": len(cases), "right": round(sum(right) / len(right), 4),
