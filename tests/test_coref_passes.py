@@ -295,6 +295,29 @@ def test_a_narrator_named_only_in_speech_to_them_takes_that_name_wherever_the_wi
     assert not any("Van" in c and c.count("I") >= 8 for c in run())
 
 
+A_DIARY_TALK = ("Annabella came in and sat down.\n\n\u201cAnd so, Helen, you are to be married?\u201d said Annabella.\n\n"
+                "\u201cYes,\u201d I said.\n\n\u201cAre you happy, Helen?\u201d asked Annabella.\n\n\u201cI am,\u201d I said.\n\n"
+                "\u201cWell, Helen, I wish you joy,\u201d said Annabella.\n\n\u201cThank you,\u201d I said.\n\n"
+                "\u201cOh, dear, no!\u201d she exclaimed.\n\n" + "I walked home and I slept. " * 4)
+
+
+def test_a_she_the_windows_put_with_the_first_person_narrator_speaks_for_the_other_one(monkeypatch):
+    """In a diary, "“Oh, dear, no!” she exclaimed" is not the diarist's, even where the windows put
+    that "she" in the chain of "Helen", the name the diarist is called by: the quote is the
+    other speaker's, Annabella's."""
+    reader, at = reader_and_spans(A_DIARY_TALK)
+
+    def last_speaker():
+        groups = [[(i, i) for i in at["Annabella"]], sorted([(i, i) for i in at["Helen"]] + [(at["she"][0],) * 2]),
+                  sorted((i, i) for i in at["I"])]
+        speakers = give_quotes(reader, groups)
+        return [reader.text_of(*m) for m in groups[speakers[-1]]] if speakers[-1] is not None else None
+
+    assert "Annabella" in last_speaker()
+    monkeypatch.setenv("LFCLI_COREF_OFF", "narrator_not_she")
+    assert "I" in last_speaker()  # the old rule: the "she" beside the verb, in the narrator's chain
+
+
 # -- mentions a reader trusts ------------------------------------------------------------------
 
 

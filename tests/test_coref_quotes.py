@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from lfcli.pipelines.tasks.corefs.speakers import _narrations, _pet_name, give_quotes
+from lfcli.pipelines.tasks.corefs.narrator_names import pet_name
+from lfcli.pipelines.tasks.corefs.speakers import _narrations, give_quotes
 from lfcli.pipelines.tasks.corefs.entities import MentionReader, pronoun_kind, proper_name
 from lfcli.pipelines.tasks.corefs.quotes import attribute, quote_spans
 from lfcli.pipelines.tasks.corefs.task import confirmed_stories
@@ -68,6 +69,23 @@ def test_in_a_dialogue_two_speakers_take_turns():
     assert speakers(text, {"Anna": 0}) == [0, None]
 
 
+def test_a_speech_over_paragraphs_is_one_turn_of_one_speaker():
+    """Tom's tale goes on over three paragraphs (the mark left open at each end): all three are
+    his and one turn, so after Anna's question the untagged answer is his again. A footnote
+    between two paragraphs of it does not end it."""
+    tale = ("\u201cListen,\u201d said Tom. \u201cIt began long ago.\n\n\u201cThen it went on.\n\n"
+            "{note}\u201cAnd it ended.\u201d\n\n\u201cReally?\u201d asked Anna.\n\n\u201cYes.\u201d")
+    for note in ("", "     * NOTE: by the editor.--Not so.\n\n"):
+        assert speakers(tale.format(note=note), {"Tom": 0, "Anna": 1}) == [0, 0, 0, 0, 1, 0]
+    # a mark closed the wrong way round ("\u2018I wish\u2014\u2018 she paused.") leaves no speech open
+    slip = ("\u2018Exactly,\u2019 said Tom.\n\nAnn sighed. \u2018I wish\u2014\u2018 she stopped.\n\n\u2018What do you wish?\u2019\n\n"
+            "\u2018Nothing.\u2019\n\n\u2018Tell me,\u2019 said Tom.")
+    assert speakers(slip, {"Tom": 0, "Ann": 1}) == [0, 1, 0, 1, 0]
+    # a dialogue of one-paragraph quotes still takes turns paragraph by paragraph
+    talk = "\u201cListen,\u201d said Tom.\n\n\u201cWhat?\u201d\n\n\u201cIt began.\u201d\n\n\u201cReally?\u201d asked Anna."
+    assert speakers(talk, {"Tom": 0, "Anna": 1}) == [0, 1, 0, 1]
+
+
 def test_a_speaker_the_model_missed_is_found_by_name_and_a_noun_beside_the_verb():
     text = "\u201cAre you American?\u201d asked Winterbourne.\n\n\u201cI am,\u201d said the child."
     child = text.index("the child")
@@ -114,7 +132,7 @@ def test_a_quotes_i_joins_its_speaker_and_the_narration_i_is_one_narrator_named_
 def test_the_narrator_takes_the_name_said_to_them_three_times_not_twice(calls, named):
     """Peleg calls Bildad by name twice beside the narrator's answers, in a scene of three:
     two such quotes name nobody; three do ("Jim" said to the narrator beside his answers)."""
-    from lfcli.pipelines.tasks.corefs.speakers import _narrator_name
+    from lfcli.pipelines.tasks.corefs.narrator_names import _narrator_name
 
     text = "\u201cBildad, look,\u201d said Peleg.\n\n\u201cYes,\u201d said I.\n\n" * calls
     reader, spans = reader_over_words(text)
@@ -153,7 +171,7 @@ def test_the_narrators_name_in_other_chains_goes_to_the_narrator(title, moves):
     ("harry", "henry", False), ("jo", "josephine", False), ("elizabeth", "lizzy", False), ("kitty", "catherine", False),
 ])
 def test_a_pet_name_shows_its_full_names_letters(short, full, expected):
-    assert _pet_name(short, full) is expected
+    assert pet_name(short, full) is expected
 
 
 def dialogue(answerer: str) -> str:
@@ -233,7 +251,7 @@ def test_a_name_said_to_the_narrator_joins_unless_it_talks_with_the_narrator_twi
     holds a few quotes of the young narrator (a window linked his "I" to the name), so it seems to
     talk with the narrator `turns` times. Below twice its four calls that is attribution's slip and
     "Davy" is the narrator's name; at twice or more, two people in a dialogue."""
-    from lfcli.pipelines.tasks.corefs.speakers import _narrator_other_names
+    from lfcli.pipelines.tasks.corefs.narrator_names import _narrator_other_names
 
     text = ("\u201cDavy, come,\u201d she said.\n\n\u201cYes,\u201d I said.\n\n" * 4
             + "\u201cHere,\u201d he said.\n\n\u201cGood,\u201d I said.\n\n" * turns)

@@ -6,17 +6,19 @@ from __future__ import annotations
 from test_coref_quotes import reader_over_words
 
 from lfcli.pipelines.tasks.corefs.entities import Profile
-from lfcli.pipelines.tasks.corefs.taken_names import NARRATOR_LEAST, join_taken_names, taken_names
+from lfcli.pipelines.tasks.corefs.taken_names import NARRATOR_LEAST, SAID, TAKEN, TO_COME, join_taken_names, taken_names
 
 
 def test_the_turns_that_say_a_name_is_ones_own_are_found_and_no_others():
     text = ("\u201cMy name is Umbopa,\u201d he said. \u201cI am Sergeant Cuff.\u201d "
             "\u201cCall me Cordelia.\u201d The name upon the cards was Mrs. Graham, which "
             "appellation I mean henceforth to adopt. "
-            "\u201cI am Mr. Hale's daughter. I am not Jane. I am sorry.\u201d")
+            "\u201cI am Mr. Hale's daughter. I am not Jane. I am sorry.\u201d "
+            "\u201cI shall probably be Lady Lowborough some day.\u201d \u201cI shall be Lady Catherine's guest. "
+            "I will be Mary.\u201d")
     found = [(text[at:at + 2], said, taken) for at, said, taken in taken_names(text)]
-    assert found == [("My", "Umbopa", False), ("I ", "Sergeant Cuff", False), ("me", "Cordelia", False),
-                     ("I ", "Mrs. Graham", True)]
+    assert found == [("My", "Umbopa", SAID), ("I ", "Sergeant Cuff", SAID), ("me", "Cordelia", SAID),
+                     ("I ", "Mrs. Graham", TAKEN), ("I ", "Lady Lowborough", TO_COME)]
 
 
 def profile_of(reader):
@@ -88,3 +90,27 @@ def test_a_married_name_does_not_join_a_chain_that_bears_another_but_a_taken_one
     groups = [[every("I")[0], every("she")[0]], lady[:2], [lady[2]]]
     join_taken_names(reader, groups, [0], profile_of(reader))
     assert groups[1] == []
+
+
+def test_a_married_name_to_come_joins_its_speaker_unless_the_two_speak_to_each_other():
+    """"I shall probably be Lady Lowborough some day" gives the speaker the chain of that name; a
+    speaker who, in another quote, says "you" to Lady Lowborough's chain is not her (the quote
+    was given to the wrong woman)."""
+    def run(talk: bool):
+        text = ("Annabella came. Annabella sat. Lady Lowborough came. Lady Lowborough sat.\n\n"
+                "\u201cI shall probably be Lady Lowborough some day,\u201d said she.\n\n"
+                + ("\u201cI thank you,\u201d said Annabella to Lady Lowborough." if talk else "They left."))
+        reader, spans = reader_over_words(text)
+        words = [text[a:z] for a, z in spans]
+        every = lambda w: [(i, i) for i, x in enumerate(words) if x == w]  # noqa: E731
+        lady = [(i - 1, i) for i, _ in every("Lowborough")]  # the third is the one said in the quote
+        speaker = every("Annabella") + [every("I")[0], every("she")[0]]
+        held = lady[:2]
+        if talk:  # that quote's "I" is Annabella's, its "you" Lady Lowborough's
+            speaker.append(every("I")[1])
+            held = sorted(held + [every("you")[0], lady[3]])
+        groups = [sorted(speaker), held, [lady[2]]]
+        join_taken_names(reader, groups, [0, 0] if talk else [0], profile_of(reader))
+        return groups
+    assert run(talk=False)[1] == []
+    assert run(talk=True)[1] != []

@@ -28,18 +28,26 @@ def quote_spans(text: str) -> list[tuple[int, int]]:
     quotes); a paragraph break closes any open quote. Speech that goes on over paragraphs
     leaves its quote open at each paragraph's end and opens the next paragraph with the same
     mark (a long speech, a letter read out): each such paragraph's part is a quote; an open
-    quote at a paragraph end with no such paragraph after it is an unpaired mark, not speech."""
+    quote at a paragraph end with no such paragraph after it is an unpaired mark, not speech.
+    A footnote between the two ("* NOTE: by the editor.--...") is passed over: the letter it
+    annotates goes on after it."""
     spans: list[tuple[int, int]] = []
     breaks = list(_PARAGRAPH_BREAK.finditer(text))
     start = 0
     for k, end in enumerate([m.start() for m in breaks] + [len(text)]):
         opened = _quotes_in(text, start, end, spans)
         if opened is not None and k < len(breaks):
-            following = text[breaks[k].end():breaks[k].end() + 40].lstrip()[:1]
+            n = k
+            while n + 1 < len(breaks) and _FOOTNOTE.match(text, breaks[n].end()):
+                n += 1
+            following = text[breaks[n].end():breaks[n].end() + 40].lstrip()[:1]
             if following == text[opened]:  # speech goes on in the next paragraph
                 spans.append((opened, end))
         start = end
     return spans
+
+
+_FOOTNOTE = re.compile(r"[ \t]*(?:\*[ \t]*[A-Za-z]|\[Footnote)")  # "     * NOTE: ...", "[Footnote 3: ...]"
 
 
 def _quotes_in(text: str, lo: int, hi: int, spans: list) -> int | None:
@@ -114,7 +122,8 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
               addressed: list[tuple[int, int, int]] = (), named=None, others: list[tuple[int, int, int]] = ()
               ) -> list[int | None]:
     """Who speaks each quote: an entity of `people` ((start, end, entity) of the mentions that
-    can speak: names, "he", "she", "I", nouns of a person, outside quotes, sorted by start), or
+    can speak: names, "he", "she", "I", nouns of a person, outside quotes, sorted by start; a
+    negative entity is someone not known, whose quotes the dialogue's turns may give), or
     None. `addressed`: (start, end, entity) of the names spoken to inside quotes (is_vocative).
     `named(text)`: the entity a name ("Winterbourne") belongs to, or None: for a name beside a
     speech verb that the model did not take as a mention. `others`: the other mentions outside
@@ -137,11 +146,17 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
     found: list[int | None] = []
     paragraph_of: list[int] = []
     turn_of: list[int] = []  # the paragraph whose turn in a dialogue a quote is (_take_turns)
+    merged = 0  # paragraphs so far that go on with the speech of the one before: one turn with it
     for k, (a, b) in enumerate(quotes):
         paragraph = bisect.bisect_right(breaks, a)
         p0 = breaks[paragraph - 1] if paragraph else 0
         p1 = breaks[paragraph] if paragraph < len(breaks) else len(text)
-        led_in = paragraph >= 2 and text[:p0].rstrip()[-1:] in (",", ":")
+        # speech that goes on over paragraphs (a letter read out, a long tale: quote_spans leaves
+        # the mark open at a paragraph's end) is one speaker's, one turn of a dialogue
+        goes_on = bool(k) and paragraph > paragraph_of[-1] and not text[p0:a].strip() and _left_open(text, quotes[k - 1])
+        if goes_on:
+            merged += paragraph - paragraph_of[-1]
+        led_in = not goes_on and paragraph >= 2 and text[:p0].rstrip()[-1:] in (",", ":")
         if led_in:  # "...as he had said at dinner,\n\n“Poor..."
             p0 = breaks[paragraph - 2]
         after = (b, min(quotes[k + 1][0] if k + 1 < len(quotes) else len(text), p1, b + ZONE))
@@ -149,8 +164,8 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
         speaker = _beside_verb(text, after, people, starts, True, named, others, other_starts)
         if speaker is None:
             speaker = _beside_verb(text, before, people, starts, False, named, others, other_starts)
-        if speaker is None and k and paragraph_of[-1] == paragraph:
-            speaker = found[-1]  # the same paragraph's speaker goes on
+        if speaker is None and k and (paragraph_of[-1] == paragraph or goes_on):
+            speaker = found[-1]  # the same paragraph's speaker goes on, and the same speech's
         if speaker is None:
             speaker = _only_person((p0, p1), people, starts)
         if speaker is None:
@@ -161,8 +176,16 @@ def attribute(text: str, quotes: list[tuple[int, int]], people: list[tuple[int, 
         paragraph_of.append(paragraph)
         # a quote led in by the paragraph before ("...she announced abruptly:\n\n“I'se hungry.”") is
         # that paragraph's turn, not the next one: its speaker speaks twice in a row
-        turn_of.append(paragraph - 1 if led_in and k and paragraph_of[-2] == paragraph - 1 else paragraph)
+        turn_of.append((paragraph - 1 if led_in and k and paragraph_of[-2] == paragraph - 1 else paragraph) - merged)
     return _take_turns(quotes, found, turn_of, addressed)
+
+
+def _left_open(text: str, quote: tuple[int, int]) -> bool:
+    """Whether a quote is speech left open at its paragraph's end (quote_spans), not a mark
+    closed the wrong way round: "‘I wish—‘ she paused." holds its opening mark again, a
+    typesetter's slip for a closing one, and is a turn of its own."""
+    a, b = quote
+    return text[b - 1] not in _QUOTE_MARKS and text[a] not in text[a + 1:b]
 
 
 def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addressed) -> list[int | None]:
@@ -183,21 +206,27 @@ def _take_turns(quotes, found: list[int | None], paragraph_of: list[int], addres
             run.append(k)
             continue
         turns = {k2: (paragraph_of[k2] - paragraph_of[run[0]]) % 2 for k2 in run}
-        sides = [_side([found[k2] for k2 in run if turns[k2] == t and found[k2] is not None]) for t in (0, 1)]
+        sides = [_side([found[k2] for k2 in run if turns[k2] == t and _known(found[k2])]) for t in (0, 1)]
         for t in (0, 1):  # one side known: the other is the one its quotes address, else the last other speaker
             spoken_to = set().union(*(to_whom[k2] for k2 in run if turns[k2] == t)) - sides[t]
             if len(sides[t]) == 1 and not sides[1 - t]:
-                earlier = [w for w in out[max(0, run[0] - LOOK_BACK):run[0]] if w is not None and w not in sides[t]]
+                earlier = [w for w in out[max(0, run[0] - LOOK_BACK):run[0]] if _known(w) and w not in sides[t]]
                 if len(spoken_to) == 1:
                     sides[1 - t] = spoken_to
                 elif earlier:
                     sides[1 - t] = {earlier[-1]}
         if len(run) > 1 and all(len(side) <= 1 for side in sides) and sides[0] != sides[1]:
             for k2 in run:
-                if out[k2] is None and sides[turns[k2]]:
+                if not _known(out[k2]) and sides[turns[k2]]:
                     out[k2] = next(iter(sides[turns[k2]]))
         run = [k]
     return out
+
+
+def _known(speaker: int | None) -> bool:
+    """Whether a speaker is someone: not None, and not a negative number, which a caller's
+    `people` give a mention that is someone not known (speakers._not_the_narrator)."""
+    return speaker is not None and speaker >= 0
 
 
 SIDE_MAJORITY = 2 / 3  # of a side's known speakers, the share one person must have to be that side

@@ -15,10 +15,12 @@ pass the environment to the lfcli they run):
   narrator_voices   a narrator called by a man's names in some chapters and a woman's in
                     others is two narrators (voices.py)
   narrator_names    every name others call the narrator by joins the narrator
-                    (speakers._narrator_other_names), not only the most frequent
+                    (narrator_names._narrator_other_names), not only the most frequent
   narrator_vocatives  a narrator no chain names takes the name others say to them in a
                     two-person exchange ("Oh, don't croak, Van!"), wherever the windows put
-                    those names (speakers._said_to_narrator)
+                    those names (narrator_names.said_to_narrator)
+  narrator_not_she  a "he" or "she" the windows put in the chain of the scene's first-person
+                    narrator never says who speaks a quote (speakers._not_the_narrator)
   sentence_ends     no mention runs over a sentence end (entities.crosses_sentence_end)
   taken_names       a name a speaker or narrator says is theirs joins their chain ("My name
                     is Umbopa", "I shall be Lady Lowborough"; taken_names.py)
@@ -35,7 +37,7 @@ from __future__ import annotations
 import os
 
 NAME_PASSES = ("stray_names", "narrated_kin", "same_name", "short_names", "full_names", "married_names", "pet_names", "addressed_titles", "aliases", "book_evidence")
-PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_vocatives", "narrator_through_scenes", "narrator_voices", "taken_names", "signed_letters",
+PASSES = NAME_PASSES + ("headed_sections", "sentence_ends", "narrator_names", "narrator_vocatives", "narrator_through_scenes", "narrator_voices", "narrator_not_she", "taken_names", "signed_letters",
                         "mention_words", "nested_mentions", "defined_terms", "addressed_reader", "rare_names")
 ENV_VAR = "LFCLI_COREF_OFF"
 

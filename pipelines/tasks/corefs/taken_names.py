@@ -9,6 +9,7 @@ chain the name is:
   "My name is Umbopa", "my name was Isabella Linton"         a name said of oneself
   "I am Sergeant Cuff", "Call me Cordelia"
   "Mrs. Graham, which appellation I mean henceforth to adopt" a name taken
+  "I shall probably be Lady Lowborough some day"              a married name to come
 
 Joins: the chain that holds most mentions of the name (its words and form of address: "Mrs.
 Graham", not a "Mr. Graham"), where that name is the chain's own most frequent name and the
@@ -40,18 +41,22 @@ NARRATOR_LEAST = 10  # narration "I" in a chain: a narrator's chain
 
 _NAME = (r"(?P<name>(?:(?:Mrs|Mr|Miss|Lady|Lord|Sir|Dr|Captain|Sergeant|Master)\.?\s+)?"
          r"[A-Z][a-z\u2019']+(?:[ \t]+[A-Z][a-z\u2019']+){0,2})(?![\w'\u2019-])")
-_TURNS = tuple((re.compile(p), taken) for p, taken in (  # (pattern, whether it says the name is taken)
-    (r"\b(?P<who>[Mm]y)\s+name\s+(?:is|was)\s+" + _NAME, False),
-    (r"\b(?P<who>I)\s+am\s+" + _NAME, False),
-    (r"\b[Cc]all\s+(?P<who>me)\s+" + _NAME, False),
-    (_NAME + r",\s+which\s+(?:name|appellation)\s+(?P<who>I)\s+(?:[a-z]+\s+){0,3}?(?:adopt|assume|take|bear)", True),
+# (pattern, what it says of the name: SAID, one's own; TAKEN, a second name taken; TO_COME, a married name to come)
+SAID, TAKEN, TO_COME = "said", "taken", "to come"
+_TURNS = tuple((re.compile(p), taken) for p, taken in (
+    (r"\b(?P<who>[Mm]y)\s+name\s+(?:is|was)\s+" + _NAME, SAID),
+    (r"\b(?P<who>I)\s+am\s+" + _NAME, SAID),
+    (r"\b[Cc]all\s+(?P<who>me)\s+" + _NAME, SAID),
+    # a married name to come: "I shall probably be Lady Lowborough some day", "I am to be Mrs. Elton"
+    (r"\b(?P<who>I)\s+(?:shall|will|am\s+to)\s+(?:[a-z]+ly\s+|soon\s+)?be\s+(?=(?:Mrs|Lady)\b)" + _NAME, TO_COME),
+    (_NAME + r",\s+which\s+(?:name|appellation)\s+(?P<who>I)\s+(?:[a-z]+\s+){0,3}?(?:adopt|assume|take|bear)", TAKEN),
 ))
 _POSSESSIVE = ("'s", "\u2019s", "'", "\u2019")
 
 
-def taken_names(text: str) -> list[tuple[int, str, bool]]:
-    """The (character of the first-person word, the name as written, whether the turn says the
-    name is taken) the turns find, in text order, where the name is a person's name
+def taken_names(text: str) -> list[tuple[int, str, str]]:
+    """The (character of the first-person word, the name as written, what the turn says of it:
+    SAID, TAKEN or TO_COME) the turns find, in text order, where the name is a person's name
     (entities.proper_name)."""
     found = set()
     for pattern, taken in _TURNS:
@@ -82,10 +87,12 @@ def join_taken_names(reader, groups: list[list[Span]], speakers: list[int | None
             continue
         named = reader.forms.apply(proper_name(said), said)
         holder = _holder(names, named)
-        if holder is None or holder == me or (not taken and _named_otherwise(names[me], named)):
+        if holder is None or holder == me or (taken == SAID and _named_otherwise(names[me], named)):
             continue
+        # a married name to come is said in one quote of many, so the quote's speaker is checked
+        # against the name's chain: no quote where one of them speaks to the other
         if not profile(groups[me]).compatible(profile(groups[holder]), same_name=True, names=False,
-                                                quotes=False, addresses=False):
+                                                quotes=taken == TO_COME, addresses=False):
             continue
         for s in groups[holder]:
             bisect.insort(groups[me], s)
