@@ -120,7 +120,8 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         owner.update((span, narrator) for span, _ in told)
         narrators.append(narrator)
     people, others, addressed, spans = _who_can_speak(reader, groups, owner)
-    speakers = attribute(reader.text, reader.quotes, people, addressed, _name_finder(reader, groups), others)
+    named = _name_finder(reader, groups)  # built once: the second attribution below reads it too
+    speakers = attribute(reader.text, reader.quotes, people, addressed, named, others)
     if on("narrator_voices"):  # narrators who take turns inside the prose (voices.py)
         narrators += [new for n in narrators if n not in writers.values()
                       and (new := _split_by_voice(reader, groups, owner, n, speakers, addressed)) is not None]
@@ -129,7 +130,7 @@ def give_quotes(reader: MentionReader, groups: list[list[Span]], breaks: list[in
         given = _not_the_narrator(reader, owner, breaks, joined, people, spans)
         if given != people:
             speakers = [k if k is None or k >= 0 else None for k in
-                        attribute(reader.text, reader.quotes, given, addressed, _name_finder(reader, groups), others)]
+                        attribute(reader.text, reader.quotes, given, addressed, named, others)]
     owner.update(narrator_name_mentions(reader, groups, joined, narrators, owner))
     if on("narrator_vocatives"):
         for narrator in narrators:
