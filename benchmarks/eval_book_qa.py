@@ -64,11 +64,12 @@ def load_questions(path: Path = QUESTIONS, books_dir: Path | None = None, only: 
 
 
 def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, say=print, read: str = "retrieve",
-              top_windows: int | None = None, passages: str | None = None) -> dict:
+              top_windows: int | None = None, passages: str | None = None, rank_weight: float | None = None) -> dict:
     """Question id -> case: the top answer, whether it is right, the document's candidates
     (spans, margins, windows) and the answer's (first, last, margin), decoded as `lfcli qa`
     (`read`: as its --read; `top_windows`: the windows a question reads, else lfcli's default;
-    `passages`: its --cache folder)."""
+    `passages`: its --cache folder; `rank_weight`: the retrieval rank weight instead of the
+    model's saved one)."""
     import torch
 
     import lfcli
@@ -78,9 +79,12 @@ def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, sa
     pipe = lfcli.Pipeline("qa", model=model, dtype=dtype, read=read, cache=passages)
     if top_windows and pipe.task.retriever is not None:
         pipe.task.retriever.top_windows = top_windows
+    if rank_weight is not None:
+        pipe.task.calibration = replace(pipe.task.calibration, rank_weight=rank_weight)
     out = {"model": model, "folder": str(pipe.folder), "dtype": str(next(pipe.model.parameters()).dtype),
            "max_length": pipe.max_length, "read": read,
-           "top_windows": pipe.task.retriever.top_windows if pipe.task.retriever is not None else None, "cases": {}}
+           "top_windows": pipe.task.retriever.top_windows if pipe.task.retriever is not None else None,
+           "rank_weight": pipe.task.calibration.rank_weight, "cases": {}}
     for book in dict.fromkeys(q["book"] for q in questions):
         text = (books_dir / book).read_text(encoding="utf-8")
         records = [QARecord(q["id"], text, q["question"], [{"text": a, "answer_start": -1} for a in q["answers"]])
@@ -254,7 +258,8 @@ def save_terms(cache: dict, questions: list[dict], fit_ids: list[str], calibrati
     fit_books = sorted({q["book"] for q in questions if q["id"] in fit_ids})
     path = save_window_terms(Path(cache["folder"]), calibration,
                              f"benchmarks/book_qa.json: the {len(fit_ids)} questions of {fit_books} "
-                             f"(benchmarks/eval_book_qa.py --fit{' --fit-all' if fit_all else ''}, dtype {cache['dtype']})")
+                             f"(benchmarks/eval_book_qa.py --fit{' --fit-all' if fit_all else ''}, dtype {cache['dtype']})",
+                             rank_weight=cache.get("rank_weight"))
     print(f"saved in {path}", file=sys.stderr)
 
 
@@ -281,6 +286,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--read", default="retrieve", choices=("retrieve", "all"), help="as lfcli qa --read")
     p.add_argument("--top-windows", type=int, default=None, help="with --read retrieve: windows a question reads")
     p.add_argument("--passages", default=None, help="a folder keeping the books' passage vectors (lfcli qa --cache)")
+    p.add_argument("--rank-weight", type=float, default=None,
+                   help="with --read retrieve: the retrieval rank weight r (a window of rank k adds -r ln(1 + k) to its "
+                        "margins) instead of the model's saved one; with --fit --save-calibration it is saved too")
     return p
 
 
@@ -303,7 +311,7 @@ def main(argv=None) -> dict:
         questions = [q for q in questions if q["id"] in cache["cases"]]
     else:
         cache = run_model(args.model, args.dtype, questions, books_dir, read=args.read, top_windows=args.top_windows,
-                          passages=args.passages)
+                          passages=args.passages, rank_weight=args.rank_weight)
         if cache_path:
             cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
     if args.squad and "squad_cases" not in cache:

@@ -96,6 +96,7 @@ Delta = Annotated[bool, typer.Option("--delta", help="With --adapter full: write
 Merge = Annotated[bool, typer.Option("--merge", help="Write a full transformers-layout checkpoint instead of the adapter.")]
 Patience = Annotated[Optional[int], typer.Option("--patience", help="Stop after this many evaluations without a better validation score (default: the task's, in the help above).", show_default=False)]
 EvalEvery = Annotated[Optional[int], typer.Option("--eval-every", help="Updates between evaluations, each followed by a resume checkpoint (default: once per epoch). A long epoch wants a smaller number: --resume loses at most this many updates.", show_default=False)]
+SaveEvery = Annotated[Optional[int], typer.Option("--save-every", help="Updates between resume checkpoints (default: --eval-every's, a checkpoint after each evaluation). A divisor of --eval-every keeps those and adds some between: --resume then loses less without evaluating more often.", show_default=False)]
 Autocast = Annotated[str, typer.Option("--autocast", help="auto: bf16 on CUDA and on CPUs with native bf16 (AVX512-BF16/AMX); bf16; none.")]
 
 # -- convert, show, plot -----------------------------------------------------------------------

@@ -21,7 +21,7 @@ from .app import app, follow_tasks, guarded, options_after
 from .model_check import check_model
 from .options import (
     Adapter, AveragedAdapter, Autocast, BaseModel, BatchTokens, Delta, Device, Epochs, FinetuneFreezeEmbeddings,
-    FinetuneLr, Global, EvalEvery, LoraRank, MaxSteps, Merge, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder, Seed,
+    FinetuneLr, Global, EvalEvery, LoraRank, MaxSteps, Merge, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder, SaveEvery, Seed,
     StartOver, TrainingData, TrainingMaxLength, Validation, ValidationSplit, with_task_options,
 )
 
@@ -37,7 +37,7 @@ def _training_options(
     max_steps: MaxSteps = None, lr: FinetuneLr = None, batch_tokens: BatchTokens = None,
     max_length: TrainingMaxLength = None, global_: Global = None, adapter: Adapter = "lora", lora_rank: LoraRank = None,
     merge: Merge = False, freeze_embeddings: FinetuneFreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0,
-    patience: Patience = None, eval_every: EvalEvery = None, device: Device = "auto", autocast: Autocast = "auto", force: StartOver = False,
+    patience: Patience = None, eval_every: EvalEvery = None, save_every: SaveEvery = None, device: Device = "auto", autocast: Autocast = "auto", force: StartOver = False,
     resume: ResumeRun = False, quiet: Quiet = False,
 ):
     """The options every finetune command takes after its own, declared once (see options_after)."""
@@ -66,7 +66,7 @@ def _run(spec, data, output, model, options: dict, **task_options):
         epochs=o["epochs"] or defaults.epochs, max_steps=o["max_steps"],
         batch_tokens=defaults.batch_tokens if o["batch_tokens"] is None else o["batch_tokens"], seed=o["seed"],
         patience=defaults.patience if o["patience"] is None else o["patience"], autocast=o["autocast"],
-        eval_every=o["eval_every"],
+        eval_every=o["eval_every"], save_every=o["save_every"],
     )
     summary = finetune(
         spec.name, data, output, model=model, validation=o["validation"], validation_split=o["validation_split"],

@@ -485,6 +485,24 @@ def test_semeval_articles_xml_is_an_inference_input(tmp_path):
     assert [d.text for d in iter_documents([str(tmp_path / "notes.xml")])] == ["<notes>plain xml is text</notes>"]
 
 
+def test_save_every_checkpoints_between_evaluations(base, tmp_path):
+    """`--eval-every 4 --save-every 2`: evaluations at 4 and 8, resume checkpoints at 2, 4, 6
+    and 8 (resuming from a checkpoint between evaluations: test_curves.py)."""
+    from typer.testing import CliRunner
+
+    from lfcli.cli import app
+
+    data = labelled_jsonl(tmp_path / "train.jsonl", n=20)
+    validation = labelled_jsonl(tmp_path / "val.jsonl", n=4)
+    out = tmp_path / "cls"
+    args = ["finetune", "classify", str(data), "--validation", str(validation), "-o", str(out), "-m", str(base),
+            "--max-steps", "8", "--batch-tokens", "200", "--lora-rank", "2", "--eval-every", "4", "--save-every", "2", "--quiet"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["event"] == "checkpoint"] == [2, 4, 6, 8]
+    assert [r["step"] for r in records if r["event"] == "eval"] == [4, 8]
+
+
 @pytest.mark.parametrize("task", ["classify", "qa", "corefs"])
 def test_finetune_options_are_refused_before_any_data_is_read(task, tmp_path):
     """A bad --adapter (or --autocast, --global, --max-length) is exit 2 in one line, before the

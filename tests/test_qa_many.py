@@ -5,6 +5,8 @@ text, --cache, --resume, and bad input. Real (tiny, random-weight) checkpoints, 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -15,7 +17,7 @@ from lfcli.cli import app
 from lfcli.pipelines.infer.runner import Pipeline
 from lfcli.pipelines.io.readers import Document
 from lfcli.pipelines.infer.tokenize import plan_windows
-from lfcli.pipelines.tasks.qa.retrieve import TOP_WINDOWS, fused_ranking, passage_spans, plan_windows_of
+from lfcli.pipelines.tasks.qa.retrieve import TOP_WINDOWS, fused_ranking, passage_spans, plan_windows_of, window_ranks
 
 runner = CliRunner()
 
@@ -52,6 +54,36 @@ def test_each_best_passage_picks_the_whole_reads_window_holding_most_of_it_once(
     assert plan_windows_of([3, 4, 9, 2], passages, whole, k=2) == [(20, 50), (80, 100)]
     # a passage across two windows goes to the one that holds more of it
     assert plan_windows_of([0], [(25, 33)], whole, k=1) == [(20, 50)]
+
+
+def test_each_window_read_has_the_rank_of_the_best_passage_that_chose_it():
+    whole = plan_windows(100, 30, 10)
+    passages = passage_spans(100, 10)
+    # passage 3 chose (20, 50) first, passage 2 chose (0, 30), passage 4 chose (20, 50) again
+    assert window_ranks([3, 2, 4, 9], passages, whole, k=3) == {(20, 50): 0, (0, 30): 1, (80, 100): 2}
+    assert sorted(window_ranks([3, 2, 4, 9], passages, whole, k=3)) == plan_windows_of([3, 2, 4, 9], passages, whole, k=3)
+
+
+def test_the_rank_prior_lowers_the_margins_of_lower_ranked_windows_only():
+    from lfcli.pipelines.tasks.qa.answers import QACalibration
+
+    prior = QACalibration(rank_weight=0.5).rank_prior
+    assert prior(None) == prior(0) == 0.0  # a whole read, and the best passage's window
+    assert prior(3) == pytest.approx(-0.5 * math.log(4)) and prior(7) < prior(3) < prior(1) < 0
+    assert QACalibration().rank_prior(5) == 0.0  # no weight saved: ranks change nothing
+
+
+def test_the_saved_rank_weight_is_read_and_a_bad_one_left_out(capsys):
+    from types import SimpleNamespace
+
+    from lfcli.pipelines.tasks.qa.answers import qa_calibration
+
+    def saved(**block):
+        return SimpleNamespace(extra={"lfcli": {"qa_calibration": {"method": "candidate-softmax", "temperature": 1.1, **block}}})
+    assert qa_calibration(saved(rank_weight=0.75)).rank_weight == 0.75
+    assert qa_calibration(saved()).rank_weight == 0.0
+    assert qa_calibration(saved(rank_weight=-1)).rank_weight == 0.0
+    assert "rank_weight -1" in capsys.readouterr().err
 
 
 def test_bm25_matches_a_words_other_forms():
@@ -133,6 +165,30 @@ def test_retrieval_reads_k_windows_of_a_long_document_and_finds_the_needle(ckpts
     read = [text[encoded.offsets[a][0]:encoded.offsets[b - 1][1]] for a, b in spans]
     assert any("7351" in w for w in read)
     assert 0.0 <= rows["retrieve"]["score"] <= 1.0
+
+
+def test_a_rank_weight_leaves_the_best_passages_window_as_it_is_and_lowers_the_others(ckpts):
+    """With a rank weight, each window read proposes the same spans, its margins lowered by
+    r ln(1 + its rank): the best passage's window (rank 0) not at all."""
+    from lfcli.pipelines.tasks.qa.train import QARecord, predict_cases
+
+    words = LONG.split()
+    text = " ".join(words[: len(words) // 2] + NEEDLE.split() + words[len(words) // 2:])
+    record = QARecord("a", text, "What is the passkey?", [])
+    pipe = Pipeline("qa", ckpts["qa"], read="retrieve", retriever=ckpts["embed"], max_length=64, dtype="fp32", batch_size=1)
+    prepared = pipe.task.prepare(0, Document("a", text, fields={"question": record.question}))
+    ranks = sorted(item.extra["rank"] for item in prepared.items)
+    assert ranks == list(range(TOP_WINDOWS))
+    cases = {}
+    for weight in (0.0, 2.0):
+        pipe.task.calibration = replace(pipe.task.calibration, rank_weight=weight)
+        with torch.inference_mode():
+            cases[weight] = predict_cases(pipe.model, pipe.task, [record], pipe.model.config.pad_token_id)["a"][1]
+    plain = dict(zip(map(tuple, cases[0.0].spans), cases[0.0].margins))
+    weighted = dict(zip(map(tuple, cases[2.0].spans), cases[2.0].margins))
+    shared = set(plain) & set(weighted)
+    assert shared and all(weighted[s] <= plain[s] + 1e-4 for s in shared)
+    assert any(weighted[s] < plain[s] - 1.0 for s in shared)  # some window below rank 0 lost 2 ln(1 + rank)
 
 
 # -- many questions ---------------------------------------------------------------------------------

@@ -310,6 +310,12 @@ class QACalibration:
     window_temperature: float = 0.0
     score_slope: float = 1.0  # a of the logistic rescaling of the score's log-odds (the notes above)
     score_bias: float = 0.0  # c of it
+    rank_weight: float = 0.0  # r: a retrieved window of rank k (0: the best passage's) adds -r ln(1 + k) to its margins
+
+    def rank_prior(self, rank: int | None) -> float:
+        """What a window's candidates add to their margins for its retrieval rank (None: a
+        whole read, which ranks nothing): -r ln(1 + rank), 0 for the best passage's window."""
+        return -self.rank_weight * math.log1p(rank) if rank and self.rank_weight else 0.0
 
     def rescale(self, p: float) -> float:
         """The score after the logistic rescaling of its log-odds (p itself with a = 1, c = 0)."""
@@ -442,8 +448,25 @@ def qa_calibration(config) -> QACalibration:
     if bad:
         note(f"the model's lfcli.qa_calibration has {bad[0]} {terms[bad[0]]!r}, not a number in "
              f"[{WINDOW_TERM_RANGES[bad[0]][0]:g}, {WINDOW_TERM_RANGES[bad[0]][1]:g}]; QA scores leave the window terms out")
-        return _with_score_terms(QACalibration(float(t)), saved)
-    return _with_score_terms(QACalibration(float(t), *(float(terms[name]) for name in WINDOW_TERMS)), saved)
+        return _with_rank_weight(_with_score_terms(QACalibration(float(t)), saved), saved)
+    return _with_rank_weight(_with_score_terms(QACalibration(float(t), *(float(terms[name]) for name in WINDOW_TERMS)), saved),
+                             saved)
+
+
+RANK_WEIGHT_RANGE = (0.0, 10.0)
+
+
+def _with_rank_weight(calibration: QACalibration, saved: dict) -> QACalibration:
+    """`calibration` with the saved retrieval rank weight (rank_weight), where it is a number in
+    RANK_WEIGHT_RANGE; else without it (said on stderr where it is there but not such a number)."""
+    if "rank_weight" not in saved:
+        return calibration
+    v = saved["rank_weight"]
+    if not _number(v) or not RANK_WEIGHT_RANGE[0] <= v <= RANK_WEIGHT_RANGE[1]:
+        note(f"the model's lfcli.qa_calibration has rank_weight {v!r}, not a number in "
+             f"[{RANK_WEIGHT_RANGE[0]:g}, {RANK_WEIGHT_RANGE[1]:g}]; retrieved windows are not weighted by rank")
+        return calibration
+    return replace(calibration, rank_weight=float(v))
 
 
 def _with_score_terms(calibration: QACalibration, saved: dict) -> QACalibration:

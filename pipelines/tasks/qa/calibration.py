@@ -120,15 +120,18 @@ def fit_window_terms(cases: list[tuple[QACandidates, tuple[int, int, float]]], r
     return replace(paragraphs, window_exponent=round(b, 4), window_temperature=round(g, 4))
 
 
-def save_window_terms(folder: Path, calibration: QACalibration, fitted_on: str) -> Path:
-    """Write `calibration`'s window terms into folder/config.json's lfcli.qa_calibration (its
-    temperature and other keys untouched; written as LongformerConfig writes it)."""
+def save_window_terms(folder: Path, calibration: QACalibration, fitted_on: str, rank_weight: float | None = None) -> Path:
+    """Write `calibration`'s window terms (and `rank_weight`, where given) into
+    folder/config.json's lfcli.qa_calibration (its temperature and other keys untouched;
+    written as LongformerConfig writes it)."""
     path = Path(folder) / "config.json"
     config = json.loads(path.read_text(encoding="utf-8"))
     block = config.setdefault("lfcli", {}).setdefault("qa_calibration", {"method": CALIBRATION_METHOD,
                                                                           "temperature": calibration.temperature})
     block.update({"window_exponent": calibration.window_exponent, "window_temperature": calibration.window_temperature,
                   "windows_fitted_on": fitted_on})
+    if rank_weight is not None:
+        block["rank_weight"] = rank_weight
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 

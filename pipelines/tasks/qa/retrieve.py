@@ -14,6 +14,12 @@ window's do (answers.py). (Windows centred on each passage instead agreed with t
 read on 101 of the 184 book questions, these on 135; top-1 52.2% and 52.7%, the whole read
 55.4%: small tier, fp32, 2026-11-27.)
 
+Each window read keeps its retrieval rank (`window_ranks`: 0 for the best passage's window). A
+model may save a rank weight r (lfcli.qa_calibration's `rank_weight`, answers.QACalibration):
+then a window of rank k adds -r ln(1 + k) to its candidates' margins, so that where two windows
+propose answers of about equal margin, the one retrieval put first wins, as a retriever's score
+joins a reader's in BERTserini (Yang et al. 2019). r = 0, or a whole read, changes nothing.
+
 The passages of a text are kept for the job (`Retriever.kept`, a few texts in memory), so many
 questions of one book, or rows that repeat a text, embed it once; with a cache folder
 (`--cache DIR`) they are also kept on disk, keyed by the text's sha256 and the encoder's and
@@ -85,17 +91,23 @@ def plan_windows_of(ranked: list[int], passages: list[tuple[int, int]], whole: l
     earlier on a tie), unless chosen already; in text order. The read is then a subset of
     the whole read's, so wherever the whole read's best window is among them, both give the
     same answer."""
+    return sorted(window_ranks(ranked, passages, whole, k))
+
+
+def window_ranks(ranked: list[int], passages: list[tuple[int, int]], whole: list[tuple[int, int]], k: int) -> dict[tuple[int, int], int]:
+    """`plan_windows_of`'s windows, each with its rank: 0 for the window of the best passage,
+    1 for the next window chosen, and so on."""
     starts, ends = [s for s, _ in whole], [e for _, e in whole]  # both increasing: windows in text order
-    chosen: set[int] = set()
+    chosen: dict[int, int] = {}  # window -> its rank
     for p in ranked:
         a, b = passages[p]
         first = bisect.bisect_right(ends, a)  # the windows that overlap [a, b): first ... last - 1
         last = max(bisect.bisect_left(starts, b), first + 1)
         best = max(range(first, last), key=lambda w: (min(b, whole[w][1]) - max(a, whole[w][0]), -w))
-        chosen.add(best)
+        chosen.setdefault(best, len(chosen))
         if len(chosen) == k:
             break
-    return [whole[w] for w in sorted(chosen)]
+    return {whole[w]: rank for w, rank in chosen.items()}
 
 
 def fused_ranking(dense: torch.Tensor, lexical, rrf_k: int = RRF_K, lexical_weight: float = LEXICAL_WEIGHT) -> list[int]:
@@ -215,14 +227,19 @@ class Retriever:
     def windows(self, text: str, encoded, question: str, whole: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """The content spans a question reads of a text: the whole read's `whole` where it has
         no more than `top_windows` windows, else those of them that hold the question's best
-        passages (`plan_windows_of`)."""
+        passages (`plan_windows_of`), in text order."""
+        return sorted(self.ranked_windows(text, encoded, question, whole))
+
+    def ranked_windows(self, text: str, encoded, question: str, whole: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
+        """`windows`' spans, each with its retrieval rank (`window_ranks`); where every window
+        is read, each has rank 0 (no window is preferred)."""
         if len(whole) <= self.top_windows:
-            return whole
+            return dict.fromkeys(whole, 0)
         found = self.passages(text, encoded)
         q = self.vectors([question])[0]
         ranked = fused_ranking(found.vectors @ q, None if found.bm25 is None else bm25_scores(found.bm25, question),
                                lexical_weight=LEXICAL_WEIGHT)
-        return plan_windows_of(ranked, found.spans, whole, self.top_windows)
+        return window_ranks(ranked, found.spans, whole, self.top_windows)
 
     # -- the cache folder -------------------------------------------------------------------------
     def _cache_path(self, key: str) -> Path | None:

@@ -117,11 +117,13 @@ class QATask(Task):
         if len(q_ids) > limit:
             raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document: shorten it")
         whole = []  # the whole read's windows, however many are read
+        ranks: dict = {}  # window read -> its retrieval rank
         choose = None
         if self.retriever is not None:
             def choose(encoded, spans, size):
                 whole.append(len(spans))
-                return self.retriever.windows(doc.text, encoded, question, spans)
+                ranks.update(self.retriever.ranked_windows(doc.text, encoded, question, spans))
+                return sorted(ranks)
         prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids,
                                     encoded=self.encode(doc.text), choose=choose)
         if whole:
@@ -131,6 +133,7 @@ class QATask(Task):
         rules = self.rules_of(doc.text, asks_for_heading(question))
         for item in prepared.items:
             item.extra["span_rules"] = rules.window(*item.window.span)
+            item.extra["rank"] = ranks.get(item.window.span)
         return prepared
 
     def forward(self, model, batch, items):
@@ -143,7 +146,9 @@ class QATask(Task):
             null = float(start_logits[b, 0]) + float(end_logits[b, 0])
             spans = best_spans(start_logits[b, c0: c0 + s1 - s0], end_logits[b, c0: c0 + s1 - s0], null,
                                self.max_answer_tokens, QA_ANSWER_POOL, item.extra.get("span_rules"))
-            out.append([(margin, s0 + i, s0 + j) for margin, i, j in spans])
+            # a retrieved window's candidates count less the lower its passage ranked (rank_weight)
+            prior = self.calibration.rank_prior(item.extra.get("rank"))
+            out.append([(margin + prior, s0 + i, s0 + j) for margin, i, j in spans])
         return out
 
     @staticmethod
