@@ -104,10 +104,12 @@ def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, sa
     return out
 
 
-def run_squad(pipe_model: str, dtype: str, article_questions: int, paragraph_questions: int | None, say=print) -> dict:
+def run_squad(pipe_model: str, dtype: str, article_questions: int, paragraph_questions: int | None, say=print,
+              validation_split: float = 0.1) -> dict:
     """Cases (as run_model's) of SQuAD validation questions (the articles `lfcli finetune qa`
-    held out, eval_qa.py's): each asked of its paragraph, and the first ones of each article
-    also of the whole article, so that the window terms are seen not to harm 1-40 windows."""
+    held out, eval_qa.py's; `validation_split` 1.0: every article, the validation of a model
+    trained on SQuAD train): each asked of its paragraph, and the first ones of each article
+    also of the whole article, so that the window terms are seen not to harm 1-90 windows."""
     import torch
 
     import eval_qa
@@ -116,7 +118,7 @@ def run_squad(pipe_model: str, dtype: str, article_questions: int, paragraph_que
     from lfcli.pipelines.tasks.qa.train import RIGHT_F1, predict_cases, read_squad_json, split_by_article
 
     records, _ = read_squad_json(common.shared_data_dir() / eval_qa.SQUAD)
-    _, validation = split_by_article(records, 0.1, 0)
+    _, validation = split_by_article(records, validation_split, 0)
     paragraph = validation[:paragraph_questions] if paragraph_questions else validation
     articles = eval_qa.article_records(validation)
     per_article = max(1, article_questions // max(1, len(articles)))
@@ -251,14 +253,18 @@ def squad_rows(cache: dict, calibrations: dict, results: dict) -> None:
                 print(_row(f"{name} / SQuAD {part}s ({min(windows)}-{max(windows)} windows)", f))
 
 
-def save_terms(cache: dict, questions: list[dict], fit_ids: list[str], calibration, fit_all: bool) -> None:
-    """Write the fitted window terms into the model folder's config.json, naming what fitted them."""
+def save_terms(cache: dict, questions: list[dict], fit_ids: list[str], calibration, fit_all: bool,
+               squad_articles: int = 0) -> None:
+    """Write the fitted window terms into the model folder's config.json, naming what fitted them
+    (`squad_articles`: the SQuAD whole-article questions fitted with the books', --fit-with-squad)."""
     from lfcli.pipelines.tasks.qa.calibration import save_window_terms
 
     fit_books = sorted({q["book"] for q in questions if q["id"] in fit_ids})
+    squad = f" and {squad_articles} SQuAD validation questions asked of their whole articles" if squad_articles else ""
+    flags = (" --fit-all" if fit_all else "") + (" --fit-with-squad" if squad_articles else "")
     path = save_window_terms(Path(cache["folder"]), calibration,
-                             f"benchmarks/book_qa.json: the {len(fit_ids)} questions of {fit_books} "
-                             f"(benchmarks/eval_book_qa.py --fit{' --fit-all' if fit_all else ''}, dtype {cache['dtype']})",
+                             f"benchmarks/book_qa.json: the {len(fit_ids)} questions of {fit_books}{squad} "
+                             f"(benchmarks/eval_book_qa.py --fit{flags}, dtype {cache['dtype']})",
                              rank_weight=cache.get("rank_weight"))
     print(f"saved in {path}", file=sys.stderr)
 
@@ -282,6 +288,10 @@ def parser() -> argparse.ArgumentParser:
                    help="also N SQuAD validation questions asked of their whole articles, and the paragraph questions "
                         "(all 741, or --squad-paragraphs): the window terms must not harm them")
     p.add_argument("--squad-paragraphs", type=int, default=None, metavar="N", help="with --squad: N paragraph questions")
+    p.add_argument("--squad-split", type=float, default=0.1,
+                   help="with --squad: the share of articles that are validation (1.0 for a model trained on SQuAD train)")
+    p.add_argument("--fit-with-squad", action="store_true",
+                   help="with --fit and --squad: fit the window terms on the SQuAD whole-article questions too")
     p.add_argument("--json", default=None, help="write the figures as JSON")
     p.add_argument("--read", default="retrieve", choices=("retrieve", "all"), help="as lfcli qa --read")
     p.add_argument("--top-windows", type=int, default=None, help="with --read retrieve: windows a question reads")
@@ -290,6 +300,26 @@ def parser() -> argparse.ArgumentParser:
                    help="with --read retrieve: the retrieval rank weight r (a window of rank k adds -r ln(1 + k) to its "
                         "margins) instead of the model's saved one; with --fit --save-calibration it is saved too")
     return p
+
+
+def answers_of(args, questions: list[dict], books_dir: Path) -> tuple[dict, list[dict]]:
+    """The model's answers (run_model's cache, with --squad its SQuAD cases): read from
+    --cache where it is there, else run and written there; and the questions it holds."""
+    cache_path = Path(args.cache) if args.cache else None
+    if cache_path and cache_path.is_file():
+        cache = json.loads(cache_path.read_text(encoding="utf-8"))
+        questions = [q for q in questions if q["id"] in cache["cases"]]
+    else:
+        cache = run_model(args.model, args.dtype, questions, books_dir, read=args.read, top_windows=args.top_windows,
+                          passages=args.passages, rank_weight=args.rank_weight)
+        if cache_path:
+            cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
+    if args.squad and "squad_cases" not in cache:
+        cache["squad_cases"] = run_squad(args.model, args.dtype, args.squad, args.squad_paragraphs,
+                                         validation_split=args.squad_split)
+        if cache_path:
+            cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
+    return cache, questions
 
 
 def main(argv=None) -> dict:
@@ -305,19 +335,7 @@ def main(argv=None) -> dict:
     questions, books = load_questions(QUESTIONS, books_dir, args.books.split(",") if args.books else None)
     if args.quick:
         questions = [q for q in questions if int(q["id"].rsplit("-", 1)[1]) <= 2]
-    cache_path = Path(args.cache) if args.cache else None
-    if cache_path and cache_path.is_file():
-        cache = json.loads(cache_path.read_text(encoding="utf-8"))
-        questions = [q for q in questions if q["id"] in cache["cases"]]
-    else:
-        cache = run_model(args.model, args.dtype, questions, books_dir, read=args.read, top_windows=args.top_windows,
-                          passages=args.passages, rank_weight=args.rank_weight)
-        if cache_path:
-            cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
-    if args.squad and "squad_cases" not in cache:
-        cache["squad_cases"] = run_squad(args.model, args.dtype, args.squad, args.squad_paragraphs)
-        if cache_path:
-            cache_path.write_text(json.dumps(cache) + "\n", encoding="utf-8")
+    cache, questions = answers_of(args, questions, books_dir)
     from lfcli.models import LongformerConfig
     from lfcli.pipelines.tasks.qa.answers import qa_calibration
     from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
@@ -339,6 +357,11 @@ def main(argv=None) -> dict:
     fit_name = "fitted on all books" if args.fit_all else "fitted on the fit books"
     if args.fit:
         cases, right, _ = cases_of(cache, fit_ids)
+        if args.fit_with_squad:  # and the SQuAD whole-article questions: 12-90 windows beside the books' 53-501
+            squad = cache.get("squad_cases") or {}
+            more, more_right, _ = cases_of({"cases": squad}, [k for k in squad if k.startswith("article/")])
+            cases, right = cases + more, right + more_right
+            fit_name += " and SQuAD articles"
         fitted = fit_window_terms(cases, right, paragraph)
         calibrations[fit_name] = fitted
         results["fitted"] = vars(fitted)
@@ -363,7 +386,8 @@ def main(argv=None) -> dict:
     squad_rows(cache, calibrations, results)
     per_book_and_question(cache, questions, books, saved, results)
     if args.fit and args.save_calibration:
-        save_terms(cache, questions, fit_ids, calibrations[fit_name], args.fit_all)
+        squad_articles = sum(k.startswith("article/") for k in cache.get("squad_cases") or {}) if args.fit_with_squad else 0
+        save_terms(cache, questions, fit_ids, calibrations[fit_name], args.fit_all, squad_articles)
     if args.check_cli:
         worst = check_cli(args.model, args.dtype, questions, cache, books_dir, args.check_cli)
         results["cli_max_abs_diff"] = worst
