@@ -175,17 +175,19 @@ def figures(cases, right, calibration=None, scores=None) -> dict:
             "max_wrong_score": max((s for s, y in zip(scores, right) if not y), default=None)}
 
 
-def leave_one_book_out(cache: dict, ids: list[str], temperature) -> tuple[list[float], list[bool], dict]:
-    """Each book's scores with window terms fitted on all the other books' questions: the
-    out-of-sample scores of a fit on every book, pooled (more questions than the report half)."""
+def leave_one_book_out(cache: dict, ids: list[str], temperature, with_squad: bool = False):
+    """Each book's scores with window terms fitted on all the other books' questions (and the
+    SQuAD whole-article questions, `with_squad`): the out-of-sample scores of a fit on every
+    book, pooled (more questions than the report half). (scores, right, the fits)."""
     from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
 
+    squad = cases_of({"cases": cache.get("squad_cases") or {}}, squad_article_ids(cache) if with_squad else [])
     scores, right, fits = [], [], {}
     for book in dict.fromkeys(cache["cases"][i]["book"] for i in ids):
         train = [i for i in ids if cache["cases"][i]["book"] != book]
         test = [i for i in ids if cache["cases"][i]["book"] == book]
         cases, y, _ = cases_of(cache, train)
-        fits[book] = fit_window_terms(cases, y, temperature)
+        fits[book] = fit_window_terms(cases + squad[0], y + squad[1], temperature)
         cases, y, _ = cases_of(cache, test)
         scores += [c.probabilities([a], fits[book])[0] for c, a in cases]
         right += y
@@ -269,6 +271,40 @@ def save_terms(cache: dict, questions: list[dict], fit_ids: list[str], calibrati
     print(f"saved in {path}", file=sys.stderr)
 
 
+def squad_article_ids(cache: dict) -> list[str]:
+    """The SQuAD whole-article questions in the cache, in article order (run_squad's)."""
+    return [k for k in cache.get("squad_cases") or {} if k.startswith("article/")]
+
+
+def fit_terms(cache: dict, fit_ids: list[str], paragraph, with_squad: bool, results: dict):
+    """The window terms fitted on the fit questions (with the SQuAD whole-article questions:
+    --fit-with-squad). With those, each half of the articles (the first and last half of them,
+    whole articles apart) is also scored with terms fitted on the books and the other half:
+    their figures out of sample."""
+    from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
+
+    cases, right, _ = cases_of(cache, fit_ids)
+    articles = squad_article_ids(cache) if with_squad else []
+    view = {"cases": cache.get("squad_cases") or {}}
+    if articles:
+        halves = (articles[:len(articles) // 2], articles[len(articles) // 2:])
+        scores, y_all = [], []
+        for k, half in enumerate(halves):
+            other, other_right, _ = cases_of(view, halves[1 - k])
+            terms = fit_window_terms(cases + other, right + other_right, paragraph)
+            held, y, _ = cases_of(view, half)
+            scores += [c.probabilities([a], terms)[0] for c, a in held]
+            y_all += y
+            results.setdefault("squad_half_fits", []).append(vars(terms))
+        f = results["figures"]["each half of the SQuAD articles, terms fitted on the fit books and the other half"] = \
+            figures(None, y_all, scores=scores)
+        print(_row("each SQuAD article half, terms fitted on the fit books and the other half", f))
+    more, more_right, _ = cases_of(view, articles)
+    fitted = fit_window_terms(cases + more, right + more_right, paragraph)
+    results["fitted"] = vars(fitted)
+    return fitted
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-m", "--model", default="small", help="a tier (small, base), a bundled name or a QA model folder")
@@ -338,12 +374,12 @@ def main(argv=None) -> dict:
     cache, questions = answers_of(args, questions, books_dir)
     from lfcli.models import LongformerConfig
     from lfcli.pipelines.tasks.qa.answers import qa_calibration
-    from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
+    from lfcli.pipelines.tasks.qa.calibration import without_window_terms
 
     config = LongformerConfig.from_json_file(Path(cache["folder"]) / "config.json")
     saved = qa_calibration(config)
     # the paragraph fit alone (temperature and the scores' rescaling), without window terms
-    paragraph = replace(saved, window_exponent=0.0, window_temperature=0.0)
+    paragraph = without_window_terms(saved)
     info = common.machine_info(common.resolve_device("cpu"))
     print(f"# {cache['model']} ({cache['dtype']}), {info.get('cpu', '?')}, {info['time']}; {len(questions)} questions "
           f"over {len({q['book'] for q in questions})} whole novels, windows of {cache['max_length']} tokens")
@@ -356,15 +392,8 @@ def main(argv=None) -> dict:
     fit_ids = [q["id"] for q in questions] if args.fit_all else split["fit"]
     fit_name = "fitted on all books" if args.fit_all else "fitted on the fit books"
     if args.fit:
-        cases, right, _ = cases_of(cache, fit_ids)
-        if args.fit_with_squad:  # and the SQuAD whole-article questions: 12-90 windows beside the books' 53-501
-            squad = cache.get("squad_cases") or {}
-            more, more_right, _ = cases_of({"cases": squad}, [k for k in squad if k.startswith("article/")])
-            cases, right = cases + more, right + more_right
-            fit_name += " and SQuAD articles"
-        fitted = fit_window_terms(cases, right, paragraph)
-        calibrations[fit_name] = fitted
-        results["fitted"] = vars(fitted)
+        fit_name += " and SQuAD articles" if args.fit_with_squad else ""
+        calibrations[fit_name] = fit_terms(cache, fit_ids, paragraph, args.fit_with_squad, results)
     for name, cal in calibrations.items():
         for part in ("fit", "report"):
             if split[part]:
@@ -372,13 +401,14 @@ def main(argv=None) -> dict:
                 print(_row(f"{name} / {part} books", f))
     if args.lobo:
         everything = [q["id"] for q in questions]
-        scores, right, fits = leave_one_book_out(cache, everything, paragraph)
+        scores, right, fits = leave_one_book_out(cache, everything, paragraph, args.fit_with_squad)
         f = results["figures"]["leave one book out / all books"] = figures(None, right, scores=scores)
         results["leave_one_book_out_fits"] = fits
         _, plain_right, _ = cases_of(cache, everything)
         f0 = results["figures"]["paragraph temperature only / all books"] = figures(*cases_of(cache, everything)[:2], paragraph)
         print(_row("paragraph temperature only / all books", f0))
-        print(_row("each book with terms fitted on the other books / all books", f))
+        print(_row(f"each book with terms fitted on the other books{' and SQuAD articles' if args.fit_with_squad else ''}"
+                   " / all books", f))
         for name in ("saved in config.json", fit_name):
             if name in calibrations:
                 f = results["figures"][f"{name} / all books"] = figures(*cases_of(cache, everything)[:2], calibrations[name])
@@ -386,7 +416,7 @@ def main(argv=None) -> dict:
     squad_rows(cache, calibrations, results)
     per_book_and_question(cache, questions, books, saved, results)
     if args.fit and args.save_calibration:
-        squad_articles = sum(k.startswith("article/") for k in cache.get("squad_cases") or {}) if args.fit_with_squad else 0
+        squad_articles = len(squad_article_ids(cache)) if args.fit_with_squad else 0
         save_terms(cache, questions, fit_ids, calibrations[fit_name], args.fit_all, squad_articles)
     if args.check_cli:
         worst = check_cli(args.model, args.dtype, questions, cache, books_dir, args.check_cli)

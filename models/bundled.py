@@ -325,7 +325,7 @@ TASK_MODELS: dict[str, BundledTaskModel] = {
                     "XQuAD's paragraphs (48 other articles); CC BY-SA 4.0 (Rajpurkar et al. 2016): the adapter is a "
                     "derivative, shared alike"),
         scores=("48 validation articles: F1 81.9 (EM 72.5) with one paragraph as context (9,380 questions), "
-                "F1 77.6 (EM 67.5) with the whole article (480 questions); fp32, 2-core Intel Xeon, 2026-11-28"),
+                "F1 77.4 (EM 67.3) with the whole article (480 questions); fp32, 2-core Intel Xeon, 2026-11-28"),
     ),
     "mpnet-base-long-squad": BundledTaskModel(
         name="mpnet-base-long-squad",

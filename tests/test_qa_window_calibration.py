@@ -75,6 +75,23 @@ def test_the_saved_window_terms_are_read_and_bad_ones_left_out(capsys):
     assert qa_calibration(config_with({**saved, "window_temperature": -0.1})) == QACalibration(0.9)
     assert "window_temperature" in capsys.readouterr().err
     assert qa_calibration(config_with({"method": "isotonic"})) == QACalibration()
+    # the slope's window term: read where saved, 0 where not (older models), never below 0
+    assert qa_calibration(config_with({**saved, "window_slope": 0.12})) == QACalibration(0.9, 0.8, 0.3, 0.12)
+    assert qa_calibration(config_with({**saved, "window_slope": -0.1})) == QACalibration(0.9)
+    assert "window_slope" in capsys.readouterr().err
+
+
+def test_the_slope_term_steepens_a_long_documents_rescaling_and_leaves_one_window_alone():
+    t, a, c, h = 1.2, 0.6, 0.7, 0.15
+    with_h, without = QACalibration(t, 0.0, 0.0, h, a, c), QACalibration(t, score_slope=a, score_bias=c)
+    one = QACandidates(SPANS, MARGINS, windows=1)
+    assert one.probabilities(ANSWERS, with_h) == one.probabilities(ANSWERS, without)
+    w = 40
+    many = QACandidates(SPANS, MARGINS, windows=w)
+    p = many.probabilities(ANSWERS[:1], t)[0]  # the softmax mass at t, before any rescaling
+    slope = a * (1 + h * math.log(w))
+    assert many.probabilities(ANSWERS[:1], with_h)[0] == pytest.approx(1 / (1 + math.exp(-(slope * math.log(p / (1 - p)) + c))))
+    assert many.probabilities(ANSWERS[:1], without)[0] == pytest.approx(1 / (1 + math.exp(-(a * math.log(p / (1 - p)) + c))))
 
 
 def synthetic_books(terms: QACalibration, n: int = 1500, seed: int = 0):
@@ -118,7 +135,20 @@ def test_save_window_terms_keeps_the_paragraph_calibration(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "longformer", "lfcli": {"qa_calibration": paragraph}}))
     save_window_terms(tmp_path, QACalibration(1.04, 0.7, 0.1), "test books")
     saved = json.loads((tmp_path / "config.json").read_text())["lfcli"]["qa_calibration"]
-    assert saved == {**paragraph, "window_exponent": 0.7, "window_temperature": 0.1, "windows_fitted_on": "test books"}
+    assert saved == {**paragraph, "window_exponent": 0.7, "window_temperature": 0.1, "window_slope": 0.0,
+                     "windows_fitted_on": "test books"}
+
+
+def test_fit_window_terms_recovers_a_known_slope_term():
+    paragraphs = QACalibration(1.0, score_slope=0.6, score_bias=0.5)
+    true = QACalibration(1.0, 0.0, 0.0, 0.3, score_slope=0.6, score_bias=0.5)
+    cases, right = synthetic_books(true, n=2000, seed=4)
+    fitted = fit_window_terms(cases, right, paragraphs)
+    assert fitted.window_slope == pytest.approx(0.3, abs=0.12)
+    assert (fitted.temperature, fitted.score_slope, fitted.score_bias) == (1.0, 0.6, 0.5)
+    # made without it: (near) none found
+    cases, right = synthetic_books(paragraphs, n=2000, seed=5)
+    assert fit_window_terms(cases, right, paragraphs).window_slope < 0.1
 
 
 def test_fit_window_terms_keeps_the_paragraphs_rescaling():

@@ -255,15 +255,14 @@ def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: i
 # error of 0.04; the old sigmoid of the margin, 0.25).
 #
 # Paragraphs fit T; a whole book is hundreds of windows, each adding a no-answer and 20
-# candidates, so a score could drift as the windows multiply. Two window terms
-# (QACalibration), fitted on whole books (benchmarks/eval_book_qa.py --fit: questions over
-# novels, reported on other novels), correct it where it does: with w windows the no-answer
+# candidates, so a score could drift as the windows multiply. Window terms (QACalibration),
+# fitted on documents of many windows, correct it where it does: with w windows the no-answer
 # mass is w ** (1 + b) instead of w (b: `window_exponent`), and the temperature T * (1 + g ln w)
-# (g: `window_temperature`). With one window both terms vanish, so a paragraph scores exactly
-# as before; a model whose config.json has no window terms gets b = g = 0, the plain softmax.
-# The bundled models save none: on 88 questions over 11 whole works (53-501 windows) their
-# scores at T were right on average (small: mean 0.49, 47% right; base on 48 of them: 0.64,
-# 65%), and the terms fitted on the fit books came out 0 (small) and b = 0, g = 0.007 (base).
+# (g: `window_temperature`). With one window the terms vanish, so a paragraph scores exactly
+# as before; a model whose config.json has no window terms gets b = g = h = 0, the plain
+# softmax. The bundled models fit them with benchmarks/eval_book_qa.py --fit, on questions over
+# whole novels and SQuAD questions asked of their whole articles, reported on other novels and
+# other articles (their cards give the figures).
 #
 # One softmax temperature leaves the scores of a fully trained model off by 0.06-0.07 on
 # average (ECE, small tier on all of SQuAD, 2,000 validation questions in two halves, each
@@ -272,6 +271,13 @@ def best_spans(start_logits, end_logits, null_logit: float, max_answer_tokens: i
 # validation answers after T (Platt's scaling): s = sigmoid(a * logit(p) + c), a =
 # `score_slope`, c = `score_bias` (a > 0: the order of the answers is unchanged). Held-out ECE
 # 0.044 in both halves. A model whose config.json has neither gets a = 1, c = 0: p itself.
+#
+# The slope fitted on paragraphs is too shallow for long documents: fitted on the small tier's
+# whole articles (12-94 windows) and whole books (51-501), a came out 0.75-0.89 where
+# paragraphs gave 0.40-0.60, and with the paragraphs' slope the answers of middling score
+# were right less often than their scores said, the high ones more often. The third window
+# term h (`window_slope`) makes the slope a * (1 + h ln w) with w windows: a paragraph's
+# is a, a long document's steeper (h >= 0).
 #
 # The answers a user sees (`distinct_answers`) are distinct and sorted by that score: a span
 # that overlaps a span of larger margin (nested in it, holding it or sharing words with it),
@@ -301,13 +307,16 @@ def span_f1(a: tuple[int, int], b: tuple[int, int]) -> float:
 @dataclass(frozen=True)
 class QACalibration:
     """How candidate margins become scores (see the notes above): the temperature T fitted on
-    paragraphs, and the window terms fitted on whole books, b (`window_exponent`: the
-    no-answer mass of w windows is w ** (1 + b)) and g (`window_temperature`: the temperature
-    with w windows is T * (1 + g ln w)). With one window, or b = g = 0, it is the softmax at T."""
+    paragraphs, and the window terms fitted on long documents, b (`window_exponent`: the
+    no-answer mass of w windows is w ** (1 + b)), g (`window_temperature`: the temperature
+    with w windows is T * (1 + g ln w)) and h (`window_slope`: the rescaling's slope with w
+    windows is a * (1 + h ln w)). With one window, or b = g = h = 0, it is the softmax at T,
+    rescaled as on paragraphs."""
 
     temperature: float = DEFAULT_TEMPERATURE
     window_exponent: float = 0.0
     window_temperature: float = 0.0
+    window_slope: float = 0.0
     score_slope: float = 1.0  # a of the logistic rescaling of the score's log-odds (the notes above)
     score_bias: float = 0.0  # c of it
     rank_weight: float = 0.0  # r: a retrieved window of rank k (0: the best passage's) adds -r ln(1 + k) to its margins
@@ -317,12 +326,14 @@ class QACalibration:
         whole read, which ranks nothing): -r ln(1 + rank), 0 for the best passage's window."""
         return -self.rank_weight * math.log1p(rank) if rank and self.rank_weight else 0.0
 
-    def rescale(self, p: float) -> float:
-        """The score after the logistic rescaling of its log-odds (p itself with a = 1, c = 0)."""
-        if self.score_slope == 1.0 and self.score_bias == 0.0:
+    def rescale(self, p: float, windows: int = 1) -> float:
+        """The score after the logistic rescaling of its log-odds, for a document of `windows`
+        windows (p itself with a = 1, c = 0 and one window or h = 0)."""
+        slope = self.score_slope * (1.0 + self.window_slope * math.log(max(1, windows)))
+        if slope == 1.0 and self.score_bias == 0.0:
             return p
         q = min(max(p, 1e-9), 1.0 - 1e-9)
-        return 1.0 / (1.0 + math.exp(-(self.score_slope * math.log(q / (1.0 - q)) + self.score_bias)))
+        return 1.0 / (1.0 + math.exp(-(slope * math.log(q / (1.0 - q)) + self.score_bias)))
 
     def at(self, windows: int) -> tuple[float, float]:
         """(temperature, log of the no-answer mass) for a document of `windows` windows."""
@@ -371,7 +382,7 @@ class QACandidates:
         calibration = as_calibration(temperature)
         t, log_none = calibration.at(self.windows)
         log_z = _logsumexp([m / t for m in self.margins] + [log_none])  # + a no-answer per window
-        return [calibration.rescale(min(1.0, math.exp(_logsumexp([m / t for m in self.near(a)]) - log_z)))
+        return [calibration.rescale(min(1.0, math.exp(_logsumexp([m / t for m in self.near(a)]) - log_z)), self.windows)
                 for a in answers]
 
 
@@ -419,14 +430,16 @@ def qa_temperature(config) -> float:
     return qa_calibration(config).temperature
 
 
-WINDOW_TERMS = ("window_exponent", "window_temperature")
+WINDOW_TERMS = ("window_exponent", "window_temperature", "window_slope")
 SCORE_TERMS = ("score_slope", "score_bias")
 SCORE_TERM_RANGES = {"score_slope": (0.01, 10.0), "score_bias": (-10.0, 10.0)}
 # b from -1 (the no-answer mass stays one window's, w ** 0, however many windows) up; g from 0
-# (the temperature never falls as windows multiply). On 88 whole-book questions of the "fit"
-# books the small tier's least log loss was at b = -1: w windows' no-answer mass w made a whole
+# (the temperature never falls as windows multiply), h from 0 (a long document's scores are
+# never squeezed more than a paragraph's). On 88 whole-book questions of the "fit" books the
+# small tier's least log loss was once at b = -1: w windows' no-answer mass w made a whole
 # book's right answers score too low (benchmarks/eval_book_qa.py).
-WINDOW_TERM_RANGES = {"window_exponent": (-1.0, 10.0), "window_temperature": (0.0, 10.0)}
+WINDOW_TERM_RANGES = {"window_exponent": (-1.0, 10.0), "window_temperature": (0.0, 10.0), "window_slope": (0.0, 10.0)}
+RANK_WEIGHT_RANGE = (0.0, 10.0)  # r of QACalibration.rank_prior
 
 
 def qa_calibration(config) -> QACalibration:
@@ -442,46 +455,28 @@ def qa_calibration(config) -> QACalibration:
         note(f"the model's lfcli.qa_calibration ({method or saved!r}) is not one this lfcli reads "
              f"(method {CALIBRATION_METHOD!r}, a positive temperature); QA scores use temperature {DEFAULT_TEMPERATURE:g}")
         return QACalibration()
-    terms = {name: saved.get(name, 0.0) for name in WINDOW_TERMS}
-    bad = [name for name, v in terms.items()
-           if not _number(v) or not WINDOW_TERM_RANGES[name][0] <= v <= WINDOW_TERM_RANGES[name][1]]
-    if bad:
-        note(f"the model's lfcli.qa_calibration has {bad[0]} {terms[bad[0]]!r}, not a number in "
-             f"[{WINDOW_TERM_RANGES[bad[0]][0]:g}, {WINDOW_TERM_RANGES[bad[0]][1]:g}]; QA scores leave the window terms out")
-        return _with_rank_weight(_with_score_terms(QACalibration(float(t)), saved), saved)
-    return _with_rank_weight(_with_score_terms(QACalibration(float(t), *(float(terms[name]) for name in WINDOW_TERMS)), saved),
-                             saved)
+    calibration = QACalibration(float(t))
+    for ranges, default, consequence in (
+            (WINDOW_TERM_RANGES, 0.0, "QA scores leave the window terms out"),
+            (SCORE_TERM_RANGES, None, "QA scores leave their rescaling out"),
+            ({"rank_weight": RANK_WEIGHT_RANGE}, None, "retrieved windows are not weighted by rank")):
+        calibration = replace(calibration, **_saved_numbers(saved, ranges, default, consequence))
+    return calibration
 
 
-RANK_WEIGHT_RANGE = (0.0, 10.0)
-
-
-def _with_rank_weight(calibration: QACalibration, saved: dict) -> QACalibration:
-    """`calibration` with the saved retrieval rank weight (rank_weight), where it is a number in
-    RANK_WEIGHT_RANGE; else without it (said on stderr where it is there but not such a number)."""
-    if "rank_weight" not in saved:
-        return calibration
-    v = saved["rank_weight"]
-    if not _number(v) or not RANK_WEIGHT_RANGE[0] <= v <= RANK_WEIGHT_RANGE[1]:
-        note(f"the model's lfcli.qa_calibration has rank_weight {v!r}, not a number in "
-             f"[{RANK_WEIGHT_RANGE[0]:g}, {RANK_WEIGHT_RANGE[1]:g}]; retrieved windows are not weighted by rank")
-        return calibration
-    return replace(calibration, rank_weight=float(v))
-
-
-def _with_score_terms(calibration: QACalibration, saved: dict) -> QACalibration:
-    """`calibration` with the saved rescaling of the scores (score_slope, score_bias), where
-    both are numbers in their SCORE_TERM_RANGES; else without it, said on stderr."""
-    if not any(name in saved for name in SCORE_TERMS):
-        return calibration
-    terms = {name: saved.get(name) for name in SCORE_TERMS}
-    bad = [name for name, v in terms.items()
-           if not _number(v) or not SCORE_TERM_RANGES[name][0] <= v <= SCORE_TERM_RANGES[name][1]]
-    if bad:
-        note(f"the model's lfcli.qa_calibration has {bad[0]} {terms[bad[0]]!r}, not a number in "
-             f"[{SCORE_TERM_RANGES[bad[0]][0]:g}, {SCORE_TERM_RANGES[bad[0]][1]:g}]; QA scores leave their rescaling out")
-        return calibration
-    return replace(calibration, score_slope=float(terms["score_slope"]), score_bias=float(terms["score_bias"]))
+def _saved_numbers(saved: dict, ranges: dict, default, consequence: str) -> dict[str, float]:
+    """The saved numbers named in `ranges`, as floats, where each is a number within its range
+    (a missing one is `default`; with no default, none saved is none used). Where one is not
+    such a number none of them is used, and stderr says so with `consequence`."""
+    if default is None and not any(name in saved for name in ranges):
+        return {}
+    values = {name: saved.get(name, default) for name in ranges}
+    for name, v in values.items():
+        lo, hi = ranges[name]
+        if not _number(v) or not lo <= v <= hi:
+            note(f"the model's lfcli.qa_calibration has {name} {v!r}, not a number in [{lo:g}, {hi:g}]; {consequence}")
+            return {}
+    return {name: float(v) for name, v in values.items()}
 
 
 def _number(v) -> bool:

@@ -1,11 +1,12 @@
 """QA scores as probabilities: fitting lfcli.qa_calibration on validation answers.
 
 The score of an answer (answers.QACandidates.probabilities) is a softmax over the candidate
-spans at a temperature T, with two window terms for documents of many windows and a logistic
+spans at a temperature T, with window terms for documents of many windows and a logistic
 rescaling of its log-odds (answers.py's notes say why each). Here they are fitted: T by the
 least log loss of "right" on paragraphs (`fit_temperature`), then the rescaling on the scores
 at T (`fit_score_scale`), both in `calibrate`, which `lfcli finetune qa` runs at each
-evaluation; the window terms on whole books (`fit_window_terms`, benchmarks/eval_book_qa.py).
+evaluation; the window terms on whole books and articles (`fit_window_terms`,
+benchmarks/eval_book_qa.py).
 With the figures that say how far a score can be trusted: ECE and AUROC.
 """
 
@@ -16,8 +17,8 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from .answers import (CALIBRATION_METHOD, DEFAULT_TEMPERATURE, SCORE_TERM_RANGES, WINDOW_TERM_RANGES, QACalibration,
-                      QACandidates, as_calibration)
+from .answers import (CALIBRATION_METHOD, DEFAULT_TEMPERATURE, SCORE_TERM_RANGES, WINDOW_TERM_RANGES, WINDOW_TERMS,
+                      QACalibration, QACandidates, as_calibration)
 
 CALIBRATION_BINS = 10
 MIN_CALIBRATION_QUESTIONS = 20  # fewer, or all right, or all wrong: no temperature is fitted
@@ -86,38 +87,44 @@ def _golden(f, lo: float, hi: float, tol: float = 1e-3) -> tuple[float, float]:
 WINDOW_GRID = (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
+def without_window_terms(calibration: QACalibration | float) -> QACalibration:
+    """The paragraph calibration alone: `calibration` with b = g = h = 0."""
+    return replace(as_calibration(calibration), **dict.fromkeys(WINDOW_TERMS, 0.0))
+
+
 def fit_window_terms(cases: list[tuple[QACandidates, tuple[int, int, float]]], right: list[bool],
                      temperature: QACalibration | float = DEFAULT_TEMPERATURE) -> QACalibration:
-    """The window terms (answers.QACalibration: window_exponent b, window_temperature g, each
-    within its answers.WINDOW_TERM_RANGES) whose scores of the answers `cases` give the least log loss of `right`, the
-    one-window temperature (and the scores' rescaling, where `temperature` is a QACalibration
-    that has one) kept as fitted on paragraphs: the best point of a
-    grid, then golden-section searches along each term in turn until neither moves. Fit on
-    documents of many windows (whole books): with one window the terms change nothing. With
-    fewer than MIN_CALIBRATION_QUESTIONS questions, or without both right and wrong answers,
-    no terms (b = g = 0)."""
-    paragraphs = replace(as_calibration(temperature), window_exponent=0.0, window_temperature=0.0)
+    """The window terms (answers.QACalibration: window_exponent b, window_temperature g,
+    window_slope h, each within its answers.WINDOW_TERM_RANGES) whose scores of the answers
+    `cases` give the least log loss of `right`, the one-window temperature (and the scores'
+    rescaling, where `temperature` is a QACalibration that has one) kept as fitted on
+    paragraphs: the best point of a grid over b and g (h = 0), then golden-section searches
+    along each term in turn until none moves. Fit on documents of many windows (whole books,
+    whole articles): with one window the terms change nothing. With fewer than
+    MIN_CALIBRATION_QUESTIONS questions, or without both right and wrong answers, no terms
+    (b = g = h = 0)."""
+    paragraphs = without_window_terms(temperature)
     if len(cases) < MIN_CALIBRATION_QUESTIONS or all(right) or not any(right):
         return paragraphs
 
-    def loss(b: float, g: float) -> float:
-        return _log_loss(cases, right, replace(paragraphs, window_exponent=b, window_temperature=g))
+    def loss(terms: dict) -> float:
+        return _log_loss(cases, right, replace(paragraphs, **terms))
 
-    b_range, g_range = (WINDOW_TERM_RANGES[name] for name in ("window_exponent", "window_temperature"))
-    best = min((loss(b, g), b, g) for b in WINDOW_GRID if b_range[0] <= b <= b_range[1]
-               for g in WINDOW_GRID if g_range[0] <= g <= g_range[1])
-    value, b, g = best
+    ranges = WINDOW_TERM_RANGES
+    (b_lo, b_hi), (g_lo, g_hi) = ranges["window_exponent"], ranges["window_temperature"]
+    grid = [{"window_exponent": b, "window_temperature": g, "window_slope": 0.0}
+            for b in WINDOW_GRID if b_lo <= b <= b_hi for g in WINDOW_GRID if g_lo <= g <= g_hi]
+    value, terms = min(((loss(t), t) for t in grid), key=lambda vt: vt[0])
     for _ in range(6):
         moved = False
-        b_new, value_b = _golden(lambda x: loss(x, g), max(b_range[0], b - 2.0), min(b_range[1], b + 2.0))
-        if value_b < value - 1e-9:
-            b, value, moved = b_new, value_b, True
-        g_new, value_g = _golden(lambda x: loss(b, x), max(g_range[0], g - 2.0), min(g_range[1], g + 2.0))
-        if value_g < value - 1e-9:
-            g, value, moved = g_new, value_g, True
+        for name in WINDOW_TERMS:
+            lo, hi = ranges[name]
+            x, value_x = _golden(lambda v: loss({**terms, name: v}), max(lo, terms[name] - 2.0), min(hi, terms[name] + 2.0))
+            if value_x < value - 1e-9:
+                terms, value, moved = {**terms, name: x}, value_x, True
         if not moved:
             break
-    return replace(paragraphs, window_exponent=round(b, 4), window_temperature=round(g, 4))
+    return replace(paragraphs, **{name: round(v, 4) for name, v in terms.items()})
 
 
 def save_window_terms(folder: Path, calibration: QACalibration, fitted_on: str, rank_weight: float | None = None) -> Path:
@@ -128,8 +135,7 @@ def save_window_terms(folder: Path, calibration: QACalibration, fitted_on: str, 
     config = json.loads(path.read_text(encoding="utf-8"))
     block = config.setdefault("lfcli", {}).setdefault("qa_calibration", {"method": CALIBRATION_METHOD,
                                                                           "temperature": calibration.temperature})
-    block.update({"window_exponent": calibration.window_exponent, "window_temperature": calibration.window_temperature,
-                  "windows_fitted_on": fitted_on})
+    block.update({**{name: getattr(calibration, name) for name in WINDOW_TERMS}, "windows_fitted_on": fitted_on})
     if rank_weight is not None:
         block["rank_weight"] = rank_weight
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -227,15 +227,11 @@ class Retriever:
             self.kept.popitem(last=False)
         return found
 
-    def windows(self, text: str, encoded, question: str, whole: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The content spans a question reads of a text: the whole read's `whole` where it has
-        no more than `top_windows` windows, else those of them that hold the question's best
-        passages (`plan_windows_of`), in text order."""
-        return sorted(self.ranked_windows(text, encoded, question, whole))
-
     def ranked_windows(self, text: str, encoded, question: str, whole: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
-        """`windows`' spans, each with its retrieval rank (`window_ranks`); where every window
-        is read, each has rank 0 (no window is preferred)."""
+        """The content spans a question reads of a text, each with its retrieval rank
+        (`window_ranks`): the whole read's `whole` where it has no more than `top_windows`
+        windows, each of rank 0 (no window is preferred), else those of them that hold the
+        question's best passages."""
         if len(whole) <= self.top_windows:
             return dict.fromkeys(whole, 0)
         found = self.passages(text, encoded)

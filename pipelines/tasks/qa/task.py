@@ -118,14 +118,13 @@ class QATask(Task):
             raise InputError(f"the question has {len(q_ids)} tokens; at most {limit} fit with the document: shorten it")
         whole = []  # the whole read's windows, however many are read
         ranks: dict = {}  # window read -> its retrieval rank
-        choose = None
-        if self.retriever is not None:
-            def choose(encoded, spans, size):
-                whole.append(len(spans))
-                ranks.update(self.retriever.ranked_windows(doc.text, encoded, question, spans))
-                return sorted(ranks)
+
+        def choose(encoded, spans, size):  # with a retriever: the windows this question reads
+            whole.append(len(spans))
+            ranks.update(self.retriever.ranked_windows(doc.text, encoded, question, spans))
+            return sorted(ranks)
         prepared = document_windows(self.tok, doc_index, doc.text, self.policy, self.overlap, q_ids,
-                                    encoded=self.encode(doc.text), choose=choose)
+                                    encoded=self.encode(doc.text), choose=None if self.retriever is None else choose)
         if whole:
             prepared.extra["windows"] = whole[0]
         prepared.extra["question"] = question
