@@ -305,6 +305,35 @@ def fit_terms(cache: dict, fit_ids: list[str], paragraph, with_squad: bool, resu
     return fitted
 
 
+def redecide(cache: dict, questions: list[dict], books_dir: Path, calibration) -> None:
+    """Each cached book answer decided again from its candidates under `calibration`, as
+    `lfcli qa` decides it (answers.distinct_answers), without reading the book again: the window
+    terms change how candidates' scores add up, so they can change the top answer. The pool of
+    spans is the cache's candidates (each window's 20 best) where `lfcli qa` has each window's
+    200; on the small tier's 184 answers at 10 windows this gave the same answers as asking
+    again (2026-11-28)."""
+    import lfcli
+    from lfcli.pipelines.eval.metrics import squad_f1
+    from lfcli.pipelines.tasks.qa.answers import QACandidates, answer_text, distinct_answers
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1
+
+    task = lfcli.Pipeline("qa", model=cache["folder"]).task  # its tokenizer: the token offsets of the spans
+    gold = {q["id"]: q["answers"] for q in questions}
+    for book in dict.fromkeys(c["book"] for c in cache["cases"].values()):
+        text = (books_dir / book).read_text(encoding="utf-8")
+        offsets = task.encode(text).offsets
+        for qid, c in cache["cases"].items():
+            if c["book"] != book or qid not in gold:
+                continue
+            cands = QACandidates([tuple(x) for x in c["spans"]], c["margins"], c["windows"])
+            pool = [(a, b, m) for (a, b), m in zip(cands.spans, cands.margins)]
+            ((first, last, margin), _), = distinct_answers(pool, cands, calibration,
+                                                           lambda x: text[offsets[x[0]][0]:offsets[x[1]][1]], 1)
+            c["answer"] = " ".join(answer_text(text, offsets[first][0], offsets[last][1]).split())
+            c["f1"] = squad_f1(c["answer"], gold[qid])
+            c["right"], c["top"] = c["f1"] >= RIGHT_F1, [first, last, margin]
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-m", "--model", default="small", help="a tier (small, base), a bundled name or a QA model folder")
@@ -328,6 +357,9 @@ def parser() -> argparse.ArgumentParser:
                    help="with --squad: the share of articles that are validation (1.0 for a model trained on SQuAD train)")
     p.add_argument("--fit-with-squad", action="store_true",
                    help="with --fit and --squad: fit the window terms on the SQuAD whole-article questions too")
+    p.add_argument("--redecide", action="store_true",
+                   help="with --cache: decide each cached book answer again from its candidates under the model's saved "
+                        "calibration (new window terms can change the top answer), without reading the books again")
     p.add_argument("--json", default=None, help="write the figures as JSON")
     p.add_argument("--read", default="retrieve", choices=("retrieve", "all"), help="as lfcli qa --read")
     p.add_argument("--top-windows", type=int, default=None, help="with --read retrieve: windows a question reads")
@@ -378,6 +410,8 @@ def main(argv=None) -> dict:
 
     config = LongformerConfig.from_json_file(Path(cache["folder"]) / "config.json")
     saved = qa_calibration(config)
+    if args.redecide:
+        redecide(cache, questions, books_dir, saved)
     # the paragraph fit alone (temperature and the scores' rescaling), without window terms
     paragraph = without_window_terms(saved)
     info = common.machine_info(common.resolve_device("cpu"))
