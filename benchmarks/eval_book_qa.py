@@ -181,7 +181,7 @@ def leave_one_book_out(cache: dict, ids: list[str], temperature, with_squad: boo
     book, pooled (more questions than the report half). (scores, right, the fits)."""
     from lfcli.pipelines.tasks.qa.calibration import fit_window_terms
 
-    squad = cases_of({"cases": cache.get("squad_cases") or {}}, squad_article_ids(cache) if with_squad else [])
+    squad = squad_cases_of(cache, squad_article_ids(cache) if with_squad else [])
     scores, right, fits = [], [], {}
     for book in dict.fromkeys(cache["cases"][i]["book"] for i in ids):
         train = [i for i in ids if cache["cases"][i]["book"] != book]
@@ -276,6 +276,11 @@ def squad_article_ids(cache: dict) -> list[str]:
     return [k for k in cache.get("squad_cases") or {} if k.startswith("article/")]
 
 
+def squad_cases_of(cache: dict, ids: list[str]):
+    """cases_of for SQuAD questions of the cache (run_squad's cases)."""
+    return cases_of({"cases": cache.get("squad_cases") or {}}, ids)
+
+
 def fit_terms(cache: dict, fit_ids: list[str], paragraph, with_squad: bool, results: dict):
     """The window terms fitted on the fit questions (with the SQuAD whole-article questions:
     --fit-with-squad). With those, each half of the articles (the first and last half of them,
@@ -285,21 +290,20 @@ def fit_terms(cache: dict, fit_ids: list[str], paragraph, with_squad: bool, resu
 
     cases, right, _ = cases_of(cache, fit_ids)
     articles = squad_article_ids(cache) if with_squad else []
-    view = {"cases": cache.get("squad_cases") or {}}
     if articles:
         halves = (articles[:len(articles) // 2], articles[len(articles) // 2:])
         scores, y_all = [], []
         for k, half in enumerate(halves):
-            other, other_right, _ = cases_of(view, halves[1 - k])
+            other, other_right, _ = squad_cases_of(cache, halves[1 - k])
             terms = fit_window_terms(cases + other, right + other_right, paragraph)
-            held, y, _ = cases_of(view, half)
+            held, y, _ = squad_cases_of(cache, half)
             scores += [c.probabilities([a], terms)[0] for c, a in held]
             y_all += y
             results.setdefault("squad_half_fits", []).append(vars(terms))
         f = results["figures"]["each half of the SQuAD articles, terms fitted on the fit books and the other half"] = \
             figures(None, y_all, scores=scores)
         print(_row("each SQuAD article half, terms fitted on the fit books and the other half", f))
-    more, more_right, _ = cases_of(view, articles)
+    more, more_right, _ = squad_cases_of(cache, articles)
     fitted = fit_window_terms(cases + more, right + more_right, paragraph)
     results["fitted"] = vars(fitted)
     return fitted
@@ -319,12 +323,15 @@ def redecide(cache: dict, questions: list[dict], books_dir: Path, calibration) -
 
     task = lfcli.Pipeline("qa", model=cache["folder"]).task  # its tokenizer: the token offsets of the spans
     gold = {q["id"]: q["answers"] for q in questions}
-    for book in dict.fromkeys(c["book"] for c in cache["cases"].values()):
+    by_book: dict[str, list[str]] = {}
+    for qid, c in cache["cases"].items():
+        if qid in gold:
+            by_book.setdefault(c["book"], []).append(qid)
+    for book, qids in by_book.items():
         text = (books_dir / book).read_text(encoding="utf-8")
         offsets = task.encode(text).offsets
-        for qid, c in cache["cases"].items():
-            if c["book"] != book or qid not in gold:
-                continue
+        for qid in qids:
+            c = cache["cases"][qid]
             cands = QACandidates([tuple(x) for x in c["spans"]], c["margins"], c["windows"])
             pool = [(a, b, m) for (a, b), m in zip(cands.spans, cands.margins)]
             ((first, last, margin), _), = distinct_answers(pool, cands, calibration,
