@@ -88,6 +88,7 @@ Validation = Annotated[Optional[List[str]], typer.Option("--validation", help="V
 ValidationSplit = Annotated[float, typer.Option("--validation-split", help="Share of DATA held out for validation when --validation is not given (seeded).")]
 Epochs = Annotated[Optional[float], typer.Option("--epochs", help="Passes over the training data (default: the task's, in the help above; --max-steps overrides it).", show_default=False)]
 FinetuneLr = Annotated[Optional[float], typer.Option("--lr", help="Peak learning rate (default: the task's for the --adapter, in the help above).", show_default=False)]
+MicroTokens = Annotated[Optional[int], typer.Option("--micro-tokens", help="Padded tokens per forward pass, the memory a step takes (default 2048 on the CPU, 8192 on a GPU); an update's examples and loss do not depend on it, so a --resume may change it.", show_default=False)]
 BatchTokens = Annotated[Optional[int], typer.Option("--batch-tokens", help="Tokens per optimizer update (gradient accumulation over micro-batches; default: the task's, in the help above).", show_default=False)]
 Adapter = Annotated[str, typer.Option("--adapter", help="lora: train a low-rank adapter + the head (small files); full: every weight.")]
 LoraRank = Annotated[Optional[int], typer.Option("--lora-rank", help="Rank of the LoRA updates (default 16; with -m ADAPTER, that adapter's rank: training goes on from it).", show_default=False)]

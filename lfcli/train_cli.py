@@ -21,7 +21,7 @@ from .app import app, follow_tasks, guarded, options_after
 from .model_check import check_model
 from .options import (
     Adapter, AveragedAdapter, Autocast, BaseModel, BatchTokens, Delta, Device, Epochs, FinetuneFreezeEmbeddings,
-    FinetuneLr, Global, EvalEvery, LoraRank, MaxSteps, Merge, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder, SaveEvery, Seed,
+    FinetuneLr, Global, EvalEvery, LoraRank, MaxSteps, Merge, MicroTokens, OverwriteFolder, Patience, Quiet, ResumeRun, RunFolder, SaveEvery, Seed,
     StartOver, TrainingData, TrainingMaxLength, Validation, ValidationSplit, with_task_options,
 )
 
@@ -34,7 +34,7 @@ app.add_typer(finetune_app, name="finetune")
 
 def _training_options(
     validation: Validation = None, validation_split: ValidationSplit = 0.1, epochs: Epochs = None,
-    max_steps: MaxSteps = None, lr: FinetuneLr = None, batch_tokens: BatchTokens = None,
+    max_steps: MaxSteps = None, lr: FinetuneLr = None, batch_tokens: BatchTokens = None, micro_tokens: MicroTokens = None,
     max_length: TrainingMaxLength = None, global_: Global = None, adapter: Adapter = "lora", lora_rank: LoraRank = None,
     merge: Merge = False, freeze_embeddings: FinetuneFreezeEmbeddings = False, delta: Delta = False, seed: Seed = 0,
     patience: Patience = None, eval_every: EvalEvery = None, save_every: SaveEvery = None, device: Device = "auto", autocast: Autocast = "auto", force: StartOver = False,
@@ -64,7 +64,8 @@ def _run(spec, data, output, model, options: dict, **task_options):
     config = TrainConfig(
         lr=o["lr"] or defaults.lr["full" if o["adapter"] == "full" else "lora"],
         epochs=o["epochs"] or defaults.epochs, max_steps=o["max_steps"],
-        batch_tokens=defaults.batch_tokens if o["batch_tokens"] is None else o["batch_tokens"], seed=o["seed"],
+        batch_tokens=defaults.batch_tokens if o["batch_tokens"] is None else o["batch_tokens"],
+        micro_tokens=o["micro_tokens"], seed=o["seed"],
         patience=defaults.patience if o["patience"] is None else o["patience"], autocast=o["autocast"],
         eval_every=o["eval_every"], save_every=o["save_every"],
     )

@@ -348,6 +348,41 @@ def test_resume_ends_with_the_same_weights(base, tmp_path):
     assert losses(tmp_path / "a")[-1] == losses(tmp_path / "b")[-1]
 
 
+def test_a_resume_may_change_the_micro_batches_and_takes_the_same_updates(base, tmp_path):
+    """--micro-tokens is memory, not the run: a resume with smaller forward passes goes on
+    (one message says so) and its updates take the same examples as the uninterrupted run."""
+    data = labelled_jsonl(tmp_path / "train.jsonl")
+    messages = []
+
+    def run(out: Path, micro: int, stop_at: int | None = None, resume: bool = False):
+        def log(record):
+            if record["event"] == "message":
+                messages.append(record["message"])
+            if stop_at is not None and record["event"] == "checkpoint" and record["step"] == stop_at:
+                raise KeyboardInterrupt
+        config = TrainConfig(max_steps=6, lr=1e-3, batch_tokens=200, micro_tokens=micro, eval_every=3, patience=None)
+        finetune("classify", [str(data)], str(out), model=str(base), train_config=config, log=log, resume=resume, lora_rank=2)
+
+    run(tmp_path / "a", 10**6)
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path / "b", 10**6, stop_at=3)
+    run(tmp_path / "b", 40, resume=True)
+    assert "resumed with micro-tokens 40 (the run had 1000000)" in messages
+    a = torch.load(tmp_path / "a" / "train_state" / "trainer_state.pt", weights_only=False)
+    b = torch.load(tmp_path / "b" / "train_state" / "trainer_state.pt", weights_only=False)
+    assert a["run"]["step"] == b["run"]["step"] == 6
+    assert a["run"]["cursor"] == b["run"]["cursor"] and a["run"]["tokens"] == b["run"]["tokens"]
+
+
+def test_micro_tokens_default_by_device_and_must_be_positive():
+    from lfcli.pipelines.errors import UsageError
+    from lfcli.pipelines.train.batches import micro_tokens_for
+
+    assert micro_tokens_for(torch.device("cpu")) == 2048 and micro_tokens_for(torch.device("cuda")) == 8192
+    with pytest.raises(UsageError, match="--micro-tokens must be positive"):
+        TrainConfig(micro_tokens=0).check()
+
+
 def test_merged_checkpoint_loads_in_transformers_with_the_same_outputs(base, tmp_path):
     transformers = pytest.importorskip("transformers")
     data = labelled_jsonl(tmp_path / "train.jsonl")

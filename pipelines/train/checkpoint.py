@@ -8,6 +8,7 @@ import os
 import random
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -17,6 +18,10 @@ from .distributed import Dist
 STATE_DIR = "train_state"
 STATE_FILE = "trainer_state.pt"
 STATE_VERSION = 1
+# Settings a resumed run may change: how an update's examples are split into forward passes
+# (memory) changes neither which examples an update takes nor its loss, a sum over them
+# divided by their count; only the rounding and the draw of the dropout masks differ.
+FREE_SETTINGS = ("micro_tokens",)
 
 
 def rng_state(device: torch.device) -> dict:
@@ -54,10 +59,11 @@ def save_state(output: Path, fingerprint: dict, run: dict, model: torch.nn.Modul
 
 
 def load_state(output: Path, fingerprint: dict, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-               dist: Dist) -> dict:
+               dist: Dist, note: Callable[[str], None] = lambda _: None) -> dict:
     """Resume from the output's checkpoint: the trainable weights into `model`, the optimizer's
     state, this process's RNGs. Refused when the checkpoint's run used other settings than
-    `fingerprint`. Returns the run's counters as saved (`run` of save_state)."""
+    `fingerprint` (FREE_SETTINGS may differ: `note` says so). Returns the run's counters as
+    saved (`run` of save_state)."""
     path = output / STATE_DIR / STATE_FILE
     saved = torch.load(path, map_location="cpu", weights_only=False)
     if saved.get("version") != STATE_VERSION:
@@ -66,6 +72,9 @@ def load_state(output: Path, fingerprint: dict, model: torch.nn.Module, optimize
     # the resumed run has it and this one not.
     before = saved["fingerprint"]
     differ = sorted(k for k in set(fingerprint) | set(before) if before.get(k) != fingerprint.get(k))
+    for key in [k for k in differ if k in FREE_SETTINGS]:
+        differ.remove(key)
+        note(f"resumed with {key.replace('_', '-')} {fingerprint.get(key)} (the run had {before.get(key)})")
     if differ:
         raise UsageError(f"{output}: the run there used other settings ({', '.join(differ)}); "
                          "resume with the same data and options, or use --force to start over")

@@ -44,7 +44,7 @@ import math
 import random
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
@@ -54,7 +54,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ..errors import InputError, UsageError
 from ..infer.precision import autocast_for, check_autocast
 from ..view.curves import CURVE_FILE, METRICS_FILE, RunCurve
-from .batches import Stream, mix_seed, plan_fixed, plan_update, steps_per_epoch
+from .batches import Stream, micro_tokens_for, mix_seed, plan_fixed, plan_update, steps_per_epoch
 from .checkpoint import STATE_DIR, STATE_FILE, load_state, save_state
 from .distributed import Dist
 from .optimizer import lr_factor, make_optimizer
@@ -123,7 +123,7 @@ class TrainConfig:
     warmup_steps: int | None = None  # overrides warmup
     decay_power: float = 1.0
     batch_tokens: int = 16384  # real tokens per update
-    micro_tokens: int = 8192  # padded tokens per forward pass (memory)
+    micro_tokens: int | None = None  # padded tokens per forward pass; None: micro_tokens_for(device)
     batch_size: int | None = None  # fixed batches instead: examples per micro-batch and process
     grad_accum: int = 1  # micro-batches per update and process (with batch_size)
     weight_decay: float = 0.01
@@ -150,8 +150,10 @@ class TrainConfig:
         if self.warmup_steps is not None and (
                 self.warmup_steps < 0 or (self.max_steps is not None and self.warmup_steps >= self.max_steps)):
             raise UsageError(f"--warmup-steps ({self.warmup_steps}) must be >= 0 and smaller than --max-steps ({self.max_steps})")
-        if self.batch_tokens < 1 or self.micro_tokens < 1:
+        if self.batch_tokens < 1:
             raise UsageError("--batch-tokens must be positive")
+        if self.micro_tokens is not None and self.micro_tokens < 1:
+            raise UsageError("--micro-tokens must be positive")
         if (self.batch_size is not None and self.batch_size < 1) or self.grad_accum < 1:
             raise UsageError("--batch-size and --grad-accum must be at least 1")
         if self.weight_decay < 0:
@@ -240,6 +242,8 @@ class Run:
     or resume), update (one optimizer step), after_update (log, evaluate, checkpoint), finish."""
 
     def __init__(self, model, task: TrainTask, output: Path, config: TrainConfig, dist: Dist, log):
+        if config.micro_tokens is None:
+            config = replace(config, micro_tokens=micro_tokens_for(dist.device))
         self.model, self.task, self.output, self.config, self.dist, self.log = model, task, output, config, dist, log
         self.examples = task.examples
         self.schedule = Schedule.of(self.examples, config, dist.world)
@@ -294,7 +298,8 @@ class Run:
 
     def restore(self) -> None:
         """The trainable weights, optimizer, stream position and RNGs of the output's checkpoint."""
-        self.st = RunState(**load_state(self.output, self.fingerprint, self.model, self.optimizer, self.dist))
+        note = lambda m: self.emit({"event": "message", "message": m})  # noqa: E731
+        self.st = RunState(**load_state(self.output, self.fingerprint, self.model, self.optimizer, self.dist, note))
         self.resumed_from = self.st.step
         self.emit({"event": "message", "message": f"resuming at update {self.st.step} of {self.schedule.max_steps}"})
 
