@@ -233,6 +233,17 @@ def test_train_memory_tiny(tmp_path):
     assert len(rss) == 12 and all(r > 0 for r in rss)
 
 
+def test_micro_batches_quick(tmp_path):
+    """The step of each micro-batch size runs the QA model the trainer builds and reports its
+    CPU time split into user and system."""
+    import micro_batches
+
+    res = micro_batches.main(["--quick", "--threads", "1", "--json", str(tmp_path / "m.json")])
+    assert [r["micro_tokens"] for r in res["rows"]] == [1024, 256]
+    assert [r["windows"] for r in res["rows"]] == [16, 4]
+    assert all(r["tokens_per_s"] > 0 and r["user_s"] >= 0 and r["system_s"] >= 0 for r in res["rows"])
+    assert json.loads((tmp_path / "m.json").read_text())["model"] == "minilm-l6-long"
+
 
 HELPERS = ("common.py", "gpu_profile.py")  # modules the scripts import, not scripts
 
