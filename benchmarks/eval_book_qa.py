@@ -63,6 +63,18 @@ def load_questions(path: Path = QUESTIONS, books_dir: Path | None = None, only: 
     return questions, books
 
 
+def judged(answer: str, golds: list[str]) -> dict:
+    """An answer as a case keeps it: its words joined by single spaces, its SQuAD F1 against
+    the gold answers, and whether it is right (F1 at least train.RIGHT_F1, as the trainer's
+    evaluation counts it)."""
+    from lfcli.pipelines.eval.metrics import squad_f1
+    from lfcli.pipelines.tasks.qa.train import RIGHT_F1
+
+    answer = " ".join(answer.split())
+    f1 = squad_f1(answer, golds)
+    return {"answer": answer, "f1": f1, "right": f1 >= RIGHT_F1}
+
+
 def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, say=print, read: str = "retrieve",
               top_windows: int | None = None, passages: str | None = None, rank_weight: float | None = None) -> dict:
     """Question id -> case: the top answer, whether it is right, the document's candidates
@@ -73,8 +85,7 @@ def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, sa
     import torch
 
     import lfcli
-    from lfcli.pipelines.eval.metrics import squad_f1
-    from lfcli.pipelines.tasks.qa.train import QARecord, RIGHT_F1, predict_cases
+    from lfcli.pipelines.tasks.qa.train import QARecord, predict_cases
 
     pipe = lfcli.Pipeline("qa", model=model, dtype=dtype, read=read, cache=passages)
     if top_windows and pipe.task.retriever is not None:
@@ -95,9 +106,7 @@ def run_model(model: str, dtype: str, questions: list[dict], books_dir: Path, sa
         seconds = time.perf_counter() - t0
         for r in records:
             answer, cands, top = cases[r.id]
-            answer = " ".join(answer.split())
-            f1 = squad_f1(answer, [a["text"] for a in r.answers])
-            out["cases"][r.id] = {"book": book, "answer": answer, "f1": f1, "right": f1 >= RIGHT_F1,
+            out["cases"][r.id] = {"book": book, **judged(answer, [a["text"] for a in r.answers]),
                                   "windows": cands.windows, "spans": [list(s) for s in cands.spans],
                                   "margins": [round(m, 4) for m in cands.margins], "top": list(top)}
         say(f"{book}: {len(records)} questions, {cands.windows} windows, {seconds:.0f} s", file=sys.stderr)
@@ -114,8 +123,7 @@ def run_squad(pipe_model: str, dtype: str, article_questions: int, paragraph_que
 
     import eval_qa
     import lfcli
-    from lfcli.pipelines.eval.metrics import squad_f1
-    from lfcli.pipelines.tasks.qa.train import RIGHT_F1, predict_cases, read_squad_json, split_by_article
+    from lfcli.pipelines.tasks.qa.train import predict_cases, read_squad_json, split_by_article
 
     records, _ = read_squad_json(common.shared_data_dir() / eval_qa.SQUAD)
     _, validation = split_by_article(records, validation_split, 0)
@@ -131,8 +139,7 @@ def run_squad(pipe_model: str, dtype: str, article_questions: int, paragraph_que
             cases = predict_cases(pipe.model, pipe.task, recs, pipe.model.config.pad_token_id)
         for r in recs:
             answer, cands, top = cases[r.id]
-            f1 = squad_f1(answer, [a["text"] for a in r.answers])
-            out[f"{part}/{r.id}"] = {"book": part, "answer": answer, "f1": f1, "right": f1 >= RIGHT_F1,
+            out[f"{part}/{r.id}"] = {"book": part, **judged(answer, [a["text"] for a in r.answers]),
                                      "windows": cands.windows, "spans": [list(x) for x in cands.spans],
                                      "margins": [round(m, 4) for m in cands.margins], "top": list(top)}
         say(f"SQuAD {part}: {len(recs)} questions, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
@@ -248,9 +255,8 @@ def squad_rows(cache: dict, calibrations: dict, results: dict) -> None:
     for part in ("paragraph", "article"):
         ids = [k for k in squad if k.startswith(part + "/")]
         if ids:
-            view = {"cases": squad}
             for name, cal in calibrations.items():
-                f = results["figures"][f"{name} / SQuAD {part}"] = figures(*cases_of(view, ids)[:2], cal)
+                f = results["figures"][f"{name} / SQuAD {part}"] = figures(*squad_cases_of(cache, ids)[:2], cal)
                 windows = [squad[i]["windows"] for i in ids]
                 print(_row(f"{name} / SQuAD {part}s ({min(windows)}-{max(windows)} windows)", f))
 
@@ -317,9 +323,7 @@ def redecide(cache: dict, questions: list[dict], books_dir: Path, calibration) -
     200; on the small tier's 184 answers at 10 windows this gave the same answers as asking
     again (2026-11-28)."""
     import lfcli
-    from lfcli.pipelines.eval.metrics import squad_f1
     from lfcli.pipelines.tasks.qa.answers import QACandidates, answer_text, distinct_answers
-    from lfcli.pipelines.tasks.qa.train import RIGHT_F1
 
     task = lfcli.Pipeline("qa", model=cache["folder"]).task  # its tokenizer: the token offsets of the spans
     gold = {q["id"]: q["answers"] for q in questions}
@@ -336,9 +340,7 @@ def redecide(cache: dict, questions: list[dict], books_dir: Path, calibration) -
             pool = [(a, b, m) for (a, b), m in zip(cands.spans, cands.margins)]
             ((first, last, margin), _), = distinct_answers(pool, cands, calibration,
                                                            lambda x: text[offsets[x[0]][0]:offsets[x[1]][1]], 1)
-            c["answer"] = " ".join(answer_text(text, offsets[first][0], offsets[last][1]).split())
-            c["f1"] = squad_f1(c["answer"], gold[qid])
-            c["right"], c["top"] = c["f1"] >= RIGHT_F1, [first, last, margin]
+            c.update(judged(answer_text(text, offsets[first][0], offsets[last][1]), gold[qid]), top=[first, last, margin])
 
 
 def parser() -> argparse.ArgumentParser:
