@@ -12,10 +12,18 @@ is the kernel, here mostly faulting in the fresh pages of large activations.
     python benchmarks/micro_batches.py --model minilm-l6-long --sizes 8192,2048
     python benchmarks/micro_batches.py --quick                  # the small tier, 1024 and 256, seconds
 
-Measured 2026-11-28, 2-core Intel Xeon (model 207), fp32, two threads, torch 2.13.0: the base
-tier ran at 228-244 tokens/s with 8,192-token passes (22-25 s of system time a step), 387-409
-with 4,096 and 447-463 with 2,048; the small tier at 2,645 with 8,192 and 2,669-2,731 with
-2,048. Hence `micro_tokens_for`: 2,048 on the CPU.
+Measured 2026-11-28, 2-core Intel Xeon (model 207), fp32, two threads, torch 2.13.0, the base
+tier, this script (the training run paused), JSON in benchmarks/results/micro_batches_base*.json:
+
+  | glibc malloc                        | 8,192          | 4,096   | 2,048   | 1,024   |
+  | as it comes                         | 390-391 (8 s)  | 484-488 | 464-469 | 435-443 |
+  | MALLOC_MMAP_THRESHOLD_=16777216     | 256-276 (18-20 s) | 413-457 | 475-490 | -   |
+
+(tokens/s; in brackets the system CPU seconds of a step, about 0 elsewhere). The second
+setting is what the base tier's training ran with, to keep its resident memory down. 2,048 is
+within 5% of the fastest in both, with a quarter of 8,192's activations: hence
+`micro_tokens_for`, 2,048 on the CPU. The small tier, as it comes: 2,668-2,716 tokens/s with
+8,192, 2,864-2,866 with 4,096, 2,802-2,811 with 2,048, 2,596-2,607 with 1,024.
 """
 
 from __future__ import annotations

@@ -57,10 +57,11 @@ class Plan:
 
 def micro_tokens_for(device: torch.device) -> int:
     """The default padded tokens of one forward pass. On the CPU a micro-batch of 8,192 tokens
-    made the base tier's activations (several GB a pass) fault in fresh pages at every step:
-    a LoRA step of mpnet-base-long on 176-token windows ran at 240 tokens/s with 8,192, a third
-    of the time in the kernel, and at 460 with 2,048 or 1,024 (2-core Xeon, fp32, two threads,
-    2026-11-28); the small tier ran the same in both. A GPU wants the bigger passes."""
+    made the base tier's activations (several GB a pass) fault in fresh pages at every step: a
+    LoRA step of mpnet-base-long on 176-token windows ran at 256-391 tokens/s with 8,192 (8-20 s
+    of a step in the kernel) and 464-490 with 2,048 (benchmarks/micro_batches.py, 2-core Xeon,
+    fp32, two threads, 2026-11-28); the small tier ran the same in both. A GPU wants the bigger
+    passes."""
     return 8192 if device.type == "cuda" else 2048
 
 
