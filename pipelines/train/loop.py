@@ -263,7 +263,11 @@ class Run:
         self.stream = Stream(len(self.examples), config.seed)
         self.session_tokens, self.session_time, self.first_step = 0, 0.0, 0
         self.resumed_from: int | None = None
-        self.curve = RunCurve(output, lambda m: self.emit({"event": "message", "message": m}), enabled=dist.main)
+        self.curve = RunCurve(output, self.say, enabled=dist.main)
+
+    def say(self, message: str) -> None:
+        """A message line in the log (metrics.jsonl and the caller's)."""
+        self.emit({"event": "message", "message": message})
 
     def emit(self, record: dict) -> None:
         """One line of OUTPUT/metrics.jsonl, and the caller's log."""
@@ -298,10 +302,9 @@ class Run:
 
     def restore(self) -> None:
         """The trainable weights, optimizer, stream position and RNGs of the output's checkpoint."""
-        note = lambda m: self.emit({"event": "message", "message": m})  # noqa: E731
-        self.st = RunState(**load_state(self.output, self.fingerprint, self.model, self.optimizer, self.dist, note))
+        self.st = RunState(**load_state(self.output, self.fingerprint, self.model, self.optimizer, self.dist, self.say))
         self.resumed_from = self.st.step
-        self.emit({"event": "message", "message": f"resuming at update {self.st.step} of {self.schedule.max_steps}"})
+        self.say(f"resuming at update {self.st.step} of {self.schedule.max_steps}")
 
     def update(self) -> dict:
         """One optimizer update: its examples, micro-batches, backward, clip, AdamW. Returns
